@@ -1,0 +1,43 @@
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test test-fast test-real lint fmt bench demo real-model clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+# The whole suite: the fast tests, then the end-to-end tests against the real llama-server.
+test: install
+	$(BIN)/pytest -q
+	$(MAKE) test-real
+
+test-fast: install
+	$(BIN)/pytest -q
+
+test-real: install
+	scripts/real-model run -- $(BIN)/pytest -q -m real
+
+lint: install
+	$(BIN)/ruff check src tests bench examples scripts
+	$(BIN)/ruff format --check src tests bench examples scripts
+	$(BIN)/mypy
+
+fmt: install
+	$(BIN)/ruff format src tests bench examples scripts
+	$(BIN)/ruff check --fix src tests bench examples scripts
+
+bench: install
+	$(BIN)/python bench/run.py
+
+demo: install
+	scripts/real-model run -- $(BIN)/aforo --workspace examples/demo "What does this project do? Read its files before answering."
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,35 @@
+"""The window, the reserve for the answer and the space left for the prompt (SPEC §2.2).
+
+The reserve is also the `max_tokens` sent: if prompt + generation overflow the window, a server shifts
+context during generation and still reports the whole prompt, a loss that cannot be detected, only
+prevented by reserving room for the answer up front.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+RESERVE_FRACTION = 0.25
+DEFAULT_WINDOW = 4096
+DEFAULT_MAX_TOKENS = 8192
+
+
+@dataclass(frozen=True)
+class Budget:
+    window: int
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    source: str = "default"
+
+    def __post_init__(self) -> None:
+        if self.window < 1:
+            raise ValueError(f"context window must be a positive number of tokens, got {self.window}")
+        if self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be a positive number of tokens, got {self.max_tokens}")
+
+    @property
+    def reserve(self) -> int:
+        return max(1, min(self.max_tokens, int(self.window * RESERVE_FRACTION)))
+
+    @property
+    def available(self) -> int:
+        return max(1, self.window - self.reserve)

@@ -1,0 +1,102 @@
+"""Token estimates: ~4 characters per token, calibrated by the last real measurement (SPEC §2.3).
+
+Estimates are cached per message object, so accounting a turn costs only the new messages, never a
+re-serialization of the whole history. The cache is keyed by identity: messages are immutable, and a
+stage that changes one builds a new object, which is counted afresh.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from aforo.messages import Message, Request, TextBlock, ToolSpec, ToolUse
+
+CHARS_PER_TOKEN = 4
+# Role markers and template framing that every message costs, in characters.
+MESSAGE_OVERHEAD_CHARS = 16
+
+
+def estimate_text(text: str) -> int:
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def message_chars(message: Message) -> int:
+    chars = MESSAGE_OVERHEAD_CHARS
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            chars += len(block.text)
+        elif isinstance(block, ToolUse):
+            chars += len(block.name) + len(json.dumps(block.input, ensure_ascii=False))
+        else:
+            chars += len(block.content)
+    return chars
+
+
+def tools_chars(tools: tuple[ToolSpec, ...]) -> int:
+    return sum(len(json.dumps(t.to_dict(), ensure_ascii=False)) for t in tools)
+
+
+def estimate_message(message: Message) -> int:
+    return math.ceil(message_chars(message) / CHARS_PER_TOKEN)
+
+
+def estimate_request(request: Request) -> int:
+    """The raw (uncalibrated) estimate of a whole request; what the fake provider reports as usage."""
+    chars = len(request.system_text) + tools_chars(request.tools)
+    chars += sum(message_chars(m) for m in request.messages)
+    return math.ceil(chars / CHARS_PER_TOKEN)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One measured request: what the server reported (`tokens`) for what we estimated (`estimate`)."""
+
+    tokens: int
+    estimate: int
+
+
+class MessageEstimates:
+    """Raw per-message estimates, cached by identity so a turn only counts what is new."""
+
+    def __init__(self) -> None:
+        self._cache: dict[int, tuple[Message, int]] = {}
+
+    def of(self, message: Message) -> int:
+        hit = self._cache.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        value = estimate_message(message)
+        self._cache[id(message)] = (message, value)
+        return value
+
+    def total(self, messages: tuple[Message, ...] | list[Message]) -> int:
+        return sum(self.of(m) for m in messages)
+
+    def prune(self, live: tuple[Message, ...] | list[Message]) -> None:
+        """Forget messages no longer in the conversation (after a clear or compaction)."""
+        keep = {id(m) for m in live}
+        self._cache = {k: v for k, v in self._cache.items() if k in keep}
+
+
+class Calibration:
+    """Scales raw estimates by tokens/estimate of the last good, non-truncated measurement."""
+
+    def __init__(self) -> None:
+        self.measured: Sample | None = None
+
+    @property
+    def ratio(self) -> float:
+        m = self.measured
+        if m is None or m.estimate <= 0 or m.tokens <= 0:
+            return 1.0
+        return m.tokens / m.estimate
+
+    def update(self, sample: Sample) -> None:
+        # A provider that reports no usage (0) does not calibrate: the bare estimate is better than 0.
+        if sample.tokens > 0 and sample.estimate > 0:
+            self.measured = sample
+
+    def scale(self, raw_estimate: int) -> int:
+        return math.ceil(raw_estimate * self.ratio)

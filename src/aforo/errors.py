@@ -1,0 +1,79 @@
+"""aforo's exception tree. Third-party errors are translated once, at the boundary, into these.
+
+    AforoError
+    ├── ConfigError            bad configuration or flags (exit 2)
+    ├── ProviderError          the model server failed; `retryable` says whether trying again may help
+    │   ├── ConnectError       nothing listens at the base URL
+    │   ├── ProviderTimeout    the server did not answer in time
+    │   ├── HTTPStatusError    an HTTP error answer that is not an overflow
+    │   ├── ProtocolError      a malformed body or stream (non-JSON, no finish reason, empty stream)
+    │   └── ContextOverflowError  the server said the prompt does not fit (every dialect maps here)
+    ├── ToolError              a tool refused or failed; becomes an is_error tool_result, never a crash
+    ├── StoreError             a checkpoint/session/telemetry read or write failed
+    │   └── QuotaExceeded      a write would exceed the state quota
+    └── RejectedError          the governor refused to send a request that cannot fit (nothing was sent)
+"""
+
+from __future__ import annotations
+
+
+class AforoError(Exception):
+    """Base of every error aforo raises on purpose; the message is meant for the user."""
+
+
+class ConfigError(AforoError):
+    pass
+
+
+class ProviderError(AforoError):
+    retryable: bool = False
+
+
+class ConnectError(ProviderError):
+    retryable = True
+
+
+class ProviderTimeout(ProviderError):
+    retryable = True
+
+
+class HTTPStatusError(ProviderError):
+    def __init__(self, message: str, status: int, body: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        # 429 and 5xx may pass; 4xx are about the request and will fail again.
+        self.retryable = status == 429 or status >= 500
+
+
+class ProtocolError(ProviderError):
+    pass
+
+
+class ContextOverflowError(ProviderError):
+    """The server refused the prompt as too long. `n_ctx` is the real window when the server said it."""
+
+    def __init__(self, message: str, *, n_prompt: int | None = None, n_ctx: int | None = None) -> None:
+        super().__init__(message)
+        self.n_prompt = n_prompt
+        self.n_ctx = n_ctx
+
+
+class ToolError(AforoError):
+    pass
+
+
+class StoreError(AforoError):
+    pass
+
+
+class QuotaExceeded(StoreError):
+    pass
+
+
+class RejectedError(AforoError):
+    """The governor would not send a request: it does not fit even after transforming. Nothing was sent."""
+
+    def __init__(self, message: str, *, cause: str) -> None:
+        super().__init__(message)
+        self.cause = cause

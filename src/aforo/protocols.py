@@ -1,0 +1,60 @@
+"""The seams of aforo, as small Protocols in one place (mini-swe-agent style).
+
+Implementations are plain classes elsewhere; tests swap in fakes through these.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from aforo.messages import Message, Request, StreamEvent
+
+
+class Provider(Protocol):
+    """One wire dialect. `stream` yields text deltas and complete tool calls, then exactly one MessageEnd.
+
+    It raises `aforo.errors.ProviderError` subclasses (ContextOverflowError for every "too long" answer)
+    and never returns without a MessageEnd. `cancel`, when set, asks it to stop as soon as it can.
+    """
+
+    name: str
+    model: str
+
+    def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]: ...
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    content: str
+    is_error: bool = False
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    workspace: Path
+    # The cap of stage 1, in characters, so a tool can stop reading early instead of producing
+    # output that will be cut anyway. The cap itself is applied by the context stages.
+    max_chars: int | None = None
+
+
+class Tool(Protocol):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
+
+
+class TokenCounter(Protocol):
+    """Counts the prompt tokens of a request. `exact` counters apply the model's chat template."""
+
+    name: str
+    exact: bool
+
+    def count(self, request: Request) -> int: ...
+
+    def count_messages(self, messages: tuple[Message, ...] | list[Message]) -> int: ...

@@ -1,0 +1,50 @@
+"""Hermetic tests: state lives in a temp dir, the environment carries no aforo/proxy settings."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+_CLEARED = (
+    "AFORO_BASE_URL",
+    "AFORO_MODEL",
+    "AFORO_CONTEXT_WINDOW",
+    "AFORO_MAX_TOKENS",
+    "AFORO_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "NO_COLOR",
+    "XDG_CONFIG_HOME",
+)
+
+
+@pytest.fixture(autouse=True)
+def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path_factory.mktemp("aforo-home")
+    for name in _CLEARED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AFORO_HOME", str(home))
+    # No user config file leaks in from the developer's machine.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg-config"))
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    return home
+
+
+@pytest.fixture
+def aforo_home(hermetic_env: Path) -> Path:
+    return hermetic_env
+
+
+def pytest_report_header() -> str:
+    return f"AFORO_HOME is a per-test temp dir; python {sys.version.split()[0]} ({os.name})"
