@@ -79,6 +79,8 @@ class TurnEnd:
     window: int
     exact: bool = False
     truncated: bool = False
+    # The server reported prompt + completion beyond the window: it shifted context while generating.
+    context_shift: bool = False
     type: Literal["turn_end"] = "turn_end"
 
 

@@ -58,3 +58,17 @@ class TokenCounter(Protocol):
     def count(self, request: Request) -> int: ...
 
     def count_messages(self, messages: tuple[Message, ...] | list[Message]) -> int: ...
+
+
+class Journal(Protocol):
+    """Where the governor leaves durable traces: checkpoints before transformations, telemetry always.
+
+    `checkpoint` must have written the checkpoint durably when it returns (its id), or raise
+    `aforo.errors.StoreError`; the governor then does not apply the transformation.
+    """
+
+    def checkpoint(self, *, reason: str, messages: list[Message], facts: dict[str, Any]) -> str: ...
+
+    def latest_checkpoint(self) -> tuple[str, list[Message]] | None: ...
+
+    def record(self, event: str, **fields: Any) -> None: ...

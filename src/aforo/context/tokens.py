@@ -58,21 +58,31 @@ class Sample:
 
 
 class MessageEstimates:
-    """Raw per-message estimates, cached by identity so a turn only counts what is new."""
+    """Raw per-message sizes, cached by identity so a turn only measures what is new.
+
+    Sizes are kept in characters and rounded once over the sum, so `total` agrees exactly with
+    `estimate_request` (what the fake provider reports), whatever the number of messages.
+    """
 
     def __init__(self) -> None:
         self._cache: dict[int, tuple[Message, int]] = {}
 
-    def of(self, message: Message) -> int:
+    def chars(self, message: Message) -> int:
         hit = self._cache.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
-        value = estimate_message(message)
+        value = message_chars(message)
         self._cache[id(message)] = (message, value)
         return value
 
+    def of(self, message: Message) -> int:
+        return math.ceil(self.chars(message) / CHARS_PER_TOKEN)
+
+    def total_chars(self, messages: tuple[Message, ...] | list[Message]) -> int:
+        return sum(self.chars(m) for m in messages)
+
     def total(self, messages: tuple[Message, ...] | list[Message]) -> int:
-        return sum(self.of(m) for m in messages)
+        return math.ceil(self.total_chars(messages) / CHARS_PER_TOKEN)
 
     def prune(self, live: tuple[Message, ...] | list[Message]) -> None:
         """Forget messages no longer in the conversation (after a clear or compaction)."""

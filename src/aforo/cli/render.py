@@ -1,0 +1,117 @@
+"""Rendering of the event stream: human lines (SPEC §1.5) or JSON lines (`--json`).
+
+Human output uses rich, which emits no ANSI when stdout is not a terminal or NO_COLOR is set.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TextIO
+
+from rich.console import Console
+
+from aforo.events import (
+    ContextAction,
+    Event,
+    Info,
+    RunEnd,
+    TextDelta,
+    ToolEnd,
+    ToolStart,
+    TurnEnd,
+    Warning,
+    event_to_json,
+)
+
+ARGS_WIDTH = 100
+
+
+def fmt_tokens(n: int) -> str:
+    """882 -> '882', 4096 -> '4.1k', 25000 -> '25k'."""
+    if n < 1000:
+        return str(n)
+    value = n / 1000
+    return f"{value:.1f}k" if value < 10 else f"{value:.0f}k"
+
+
+def one_line(data: object, width: int = ARGS_WIDTH) -> str:
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def ctx_line(used: int, window: int, exact: bool | None = None) -> str:
+    pct = round(100 * used / window) if window else 0
+    suffix = "" if exact is None else (" exact" if exact else " est")
+    return f"ctx {fmt_tokens(used)}/{fmt_tokens(window)} ({pct}%){suffix}"
+
+
+def result_line(event: RunEnd) -> str:
+    r = event.result
+    return (
+        f"[{r.reason}] {r.turns} turns, {r.tool_calls} tool calls, "
+        f"{r.input_tokens} input tokens, {r.output_tokens} output tokens"
+    )
+
+
+class HumanRenderer:
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
+        no_color = bool(os.environ.get("NO_COLOR"))
+        self.out = Console(file=out or sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
+        self.err = Console(file=err or sys.stderr, no_color=no_color, highlight=False, soft_wrap=True)
+        self._in_text = False
+
+    def _line(self, text: str, style: str = "", *, err: bool = False) -> None:
+        if self._in_text:
+            self.out.file.write("\n")
+            self._in_text = False
+        (self.err if err else self.out).print(text, style=style or None, markup=False)
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, TextDelta):
+            self.out.file.write(event.text)
+            self.out.file.flush()
+            self._in_text = not event.text.endswith("\n")
+        elif isinstance(event, Info):
+            for key, value in event.fields.items():
+                self._line(f"{key}: {value}", "dim")
+        elif isinstance(event, TurnEnd):
+            extra = " (server truncated the prompt)" if event.truncated else ""
+            self._line(ctx_line(event.context, event.window, event.exact) + extra, "cyan")
+        elif isinstance(event, ToolStart):
+            self._line(f"> {event.name} {one_line(event.input)}", "bold")
+        elif isinstance(event, ToolEnd):
+            if event.ok:
+                note = ", truncated to cap" if event.truncated else ""
+                self._line(f"  ok ({event.duration_ms:.0f} ms{note})", "green")
+            else:
+                self._line(f"  error: {event.error or 'failed'}", "red")
+        elif isinstance(event, ContextAction):
+            self._line(self._context_text(event), "magenta")
+        elif isinstance(event, Warning):
+            self._line(f"! {event.message}", "yellow", err=True)
+        elif isinstance(event, RunEnd):
+            self._line("")
+            self._line(result_line(event), "bold")
+            if event.result.error and event.result.reason != "end_turn":
+                self._line(f"! {event.result.error}", "red", err=True)
+
+    @staticmethod
+    def _context_text(event: ContextAction) -> str:
+        span = f"{fmt_tokens(event.before)} -> {fmt_tokens(event.after)} tokens"
+        if event.action == "cleared":
+            return f"~ cleared {event.count} old tool results: {span}"
+        if event.action == "compacted":
+            return f"~ conversation compacted: {span} (checkpoint {event.checkpoint}; /undo restores it)"
+        return f"~ conversation restored from checkpoint {event.checkpoint}: {span}"
+
+
+class JsonRenderer:
+    def __init__(self, out: TextIO | None = None) -> None:
+        self.out = out or sys.stdout
+
+    def __call__(self, event: Event) -> None:
+        self.out.write(event_to_json(event) + "\n")
+        self.out.flush()

@@ -1,0 +1,169 @@
+"""Stage 3 as pure functions: build a compaction request that fits, and assemble what replaces the history.
+
+The request itself must fit the window (peers fail with "context limit exceeded" while compacting): the
+history is rendered as a transcript and shrunk until it fits `available` — re-runnable tool output
+first, oldest first, then long assistant prose; the user's messages are never cut. The result keeps
+the ledger (requests, constraints, evidence) verbatim next to the model's summary, and a recent tail
+of complete tool pairs, so the conversation stays well-formed and the task survives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aforo.context.ledger import COMPACTED_HEADER, Ledger
+from aforo.context.tokens import estimate_request, estimate_text
+from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
+
+SUMMARY_SYSTEM = """You compact the conversation of a read-only coding assistant so it can continue the \
+user's task in less context. Write a summary with exactly these sections:
+Goal: what the user asked, in their words.
+Constraints: hard rules (must / never) and soft preferences the user stated.
+Decisions: each decision taken so far, with why (e.g. "option A rejected because it broke X").
+Evidence: each fact learned, with its source (file path and lines, or the tool call).
+Next action: the single next step to finish the task.
+Be specific: name files, functions and numbers. Do not invent anything. Output only the summary."""
+
+OMITTED_OUTPUT = "[output omitted to fit the summary request; re-run the tool to see it]"
+ACK = "Understood. I will continue the task from this summary."
+
+
+class CompactionError(Exception):
+    """Compaction cannot proceed; the conversation is left as it was."""
+
+
+@dataclass(frozen=True)
+class Piece:
+    role: str
+    text: str
+    shrinkable: str  # "tool" (re-runnable output), "assistant" (prose) or "" (never cut)
+
+
+def transcript_pieces(messages: list[Message] | tuple[Message, ...]) -> list[Piece]:
+    names: dict[str, ToolUse] = {}
+    pieces: list[Piece] = []
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                kind = "assistant" if message.role == "assistant" else ""
+                if block.text.strip():
+                    pieces.append(Piece(message.role, block.text, kind))
+            elif isinstance(block, ToolUse):
+                names[block.id] = block
+                args = json.dumps(block.input, ensure_ascii=False, sort_keys=True)
+                pieces.append(Piece("assistant", f"[called {block.name} {args}]", ""))
+            elif isinstance(block, ToolResult):
+                use = names.get(block.tool_use_id)
+                label = f"{use.name} {json.dumps(use.input, ensure_ascii=False)}" if use else "tool"
+                status = "error" if block.is_error else "result"
+                pieces.append(Piece(f"{status} of {label}", block.content, "" if block.cleared else "tool"))
+    return pieces
+
+
+def render(pieces: list[Piece]) -> str:
+    return "\n\n".join(f"<{p.role}>\n{p.text}\n</{p.role.split(' ', 1)[0]}>" for p in pieces)
+
+
+def summary_request(model: str, pieces: list[Piece], max_tokens: int, instructions: str | None) -> Request:
+    ask = "Here is the conversation to summarize:\n\n" + render(pieces)
+    if instructions:
+        ask += f"\n\nThe user adds these instructions for the summary: {instructions}"
+    ask += "\n\nWrite the summary now."
+    return Request(model, (SystemPart(SUMMARY_SYSTEM, "compaction"),), (), (Message.user(ask),), max_tokens)
+
+
+def fit_summary_request(
+    model: str,
+    messages: list[Message] | tuple[Message, ...],
+    *,
+    available: int,
+    max_tokens: int,
+    count: Callable[[Request], int],
+    instructions: str | None = None,
+) -> tuple[Request, int]:
+    """The largest faithful summary request whose prompt fits `available` tokens, and its count.
+
+    Shrinks in order: tool outputs oldest first, then assistant prose oldest first (head kept). Pieces
+    are sized with the cheap estimate, scaled by what `count` (maybe an exact, remote counter) said of
+    the whole, so `count` runs a handful of times, not once per piece. Raises CompactionError when even
+    the user's own messages do not fit.
+    """
+    pieces = transcript_pieces(messages)
+    request = summary_request(model, pieces, max_tokens, instructions)
+    tokens = count(request)
+    target = available
+    for _round in range(4):
+        if tokens <= available:
+            return request, tokens
+        scale = tokens / max(1, estimate_request(request))
+        excess = (tokens - target) / scale
+        for kind in ("tool", "assistant"):
+            for i, piece in enumerate(pieces):
+                if excess <= 0:
+                    break
+                if piece.shrinkable != kind:
+                    continue
+                short = OMITTED_OUTPUT if kind == "tool" else piece.text[:300] + " [… shortened]"
+                if len(short) < len(piece.text):
+                    excess -= estimate_text(piece.text) - estimate_text(short)
+                    pieces[i] = Piece(piece.role, short, "")
+        request = summary_request(model, pieces, max_tokens, instructions)
+        previous, tokens = tokens, count(request)
+        if tokens >= previous:
+            break
+        # The estimate undershot: aim lower by what is still over.
+        target = max(1, target - max(0, tokens - available))
+    if tokens <= available:
+        return request, tokens
+    raise CompactionError(
+        f"the summary request still needs {tokens} tokens after dropping every re-runnable tool output, "
+        f"more than the {available} available; the user's own messages are never cut, so nothing was "
+        "compacted. Start a new conversation (/clear) or raise the context window (--context-window)."
+    )
+
+
+def keep_tail(
+    messages: list[Message], budget_tokens: int, estimate: Callable[[Message], int]
+) -> list[Message]:
+    """The last exchange (assistant tool calls + their results) if it fits, to resume mid-run.
+
+    Only taken when the history ends with the user's tool_result turn, and always as a whole pair, so
+    the compacted conversation never starts with an orphan result nor leaves a call without result.
+    """
+    if len(messages) < 2 or messages[-1].role != "user" or not messages[-1].tool_results:
+        return []
+    tail = messages[-2:]
+    if tail[0].role != "assistant" or not tail[0].tool_uses:
+        return []
+    return tail if sum(estimate(m) for m in tail) <= budget_tokens else []
+
+
+def compacted_message(ledger: Ledger, summary: str, checkpoint: str | None) -> Message:
+    lines = [f"{COMPACTED_HEADER} Checkpoint: {checkpoint or 'none'} (/undo restores the conversation).]"]
+    lines.append("\n## The user's requests, verbatim")
+    lines += [f"<request>\n{r}\n</request>" for r in ledger.requests]
+    if ledger.hard or ledger.soft:
+        lines.append("\n## Constraints the user stated (binding)")
+        lines += [f"- (hard) {c}" for c in ledger.hard]
+        lines += [f"- (soft) {c}" for c in ledger.soft]
+    lines.append("\n## Summary of the work so far")
+    lines.append(summary.strip())
+    if ledger.evidence:
+        lines.append("\n## Evidence consulted (re-run the tool to see it again)")
+        lines += [f"- <evidence>{e.source}</evidence>" for e in ledger.evidence]
+    lines.append("\nContinue the user's task from here.")
+    return Message.user("\n".join(lines))
+
+
+def assemble(
+    ledger: Ledger, summary: str, checkpoint: str | None, tail: list[Message], *, mid_run: bool
+) -> list[Message]:
+    """The compacted conversation. Mid-run it ends with a user turn so the model carries on; between
+    runs it ends with an acknowledgement, keeping user/assistant alternation (some chat templates reject
+    two user turns in a row) for the next prompt."""
+    head = compacted_message(ledger, summary, checkpoint)
+    if tail:
+        return [head, *tail]
+    return [head] if mid_run else [head, Message.assistant(ACK)]

@@ -1,0 +1,30 @@
+"""A Journal kept in memory: for tests, demos and runs that must leave nothing on disk."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aforo.messages import Message
+
+
+class MemoryJournal:
+    def __init__(self) -> None:
+        self.checkpoints: list[tuple[str, str, list[Message], dict[str, Any]]] = []
+        self.records: list[dict[str, Any]] = []
+
+    def checkpoint(self, *, reason: str, messages: list[Message], facts: dict[str, Any]) -> str:
+        cp_id = f"mem-{len(self.checkpoints) + 1}"
+        self.checkpoints.append((cp_id, reason, list(messages), dict(facts)))
+        return cp_id
+
+    def latest_checkpoint(self) -> tuple[str, list[Message]] | None:
+        if not self.checkpoints:
+            return None
+        cp_id, _reason, messages, _facts = self.checkpoints[-1]
+        return cp_id, list(messages)
+
+    def record(self, event: str, **fields: Any) -> None:
+        self.records.append({"event": event, **fields})
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return [r for r in self.records if r["event"] == name]

@@ -1,0 +1,98 @@
+"""Stages 1 and 2 as pure functions over messages (SPEC §3): cap a tool result, clear old ones.
+
+Neither mutates its input: each returns new messages plus what it did, so the caller can keep the old
+list to roll back. Both keep tool pairs atomic by construction: they only rewrite the *content* of a
+tool_result, never remove a tool_use or a result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from aforo.context.tokens import CHARS_PER_TOKEN
+from aforo.messages import CLEARED_NOTE, Message, ToolResult
+
+# Share of a capped result kept from the head; the rest comes from the tail (errors and totals
+# usually sit at the end of an output, the context at its start).
+HEAD_SHARE = 0.6
+
+
+@dataclass(frozen=True)
+class CapResult:
+    content: str
+    truncated: bool
+    removed_chars: int = 0
+    removed_lines: int = 0
+
+
+def cap_text(content: str, max_tokens: int, ratio: float = 1.0) -> CapResult:
+    """Keep the head and the tail of `content` within `max_tokens`, marking the cut.
+
+    `ratio` is the calibrated tokens/estimate, so the cap holds in real tokens, not only estimated ones.
+    """
+    limit = int(max_tokens * CHARS_PER_TOKEN / max(ratio, 0.05))
+    if len(content) <= limit:
+        return CapResult(content, False)
+    marker_room = 200
+    keep = max(0, limit - marker_room)
+    head_end = _line_boundary(content, int(keep * HEAD_SHARE), forward=False)
+    tail_start = _line_boundary(content, len(content) - (keep - head_end), forward=True)
+    tail_start = max(tail_start, head_end)
+    removed = content[head_end:tail_start]
+    removed_lines = removed.count("\n")
+    marker = (
+        f"\n[... {removed_lines} lines ({len(removed)} characters) cut here to fit the context cap of "
+        f"{max_tokens} tokens. To see them, call the tool again on a narrower range "
+        "(Read with offset/limit, or a more specific Grep/Glob). ...]\n"
+    )
+    return CapResult(content[:head_end] + marker + content[tail_start:], True, len(removed), removed_lines)
+
+
+def _line_boundary(text: str, index: int, *, forward: bool) -> int:
+    """Move `index` to a nearby line start so the cut does not split a line, if one is close."""
+    index = min(max(index, 0), len(text))
+    window = 400
+    if forward:
+        nl = text.find("\n", index, index + window)
+        return nl + 1 if nl != -1 else index
+    nl = text.rfind("\n", max(0, index - window), index)
+    return nl + 1 if nl != -1 else index
+
+
+@dataclass(frozen=True)
+class ClearResult:
+    messages: list[Message]
+    count: int
+
+
+def clear_old_results(messages: list[Message], keep: int) -> ClearResult:
+    """Replace the content of every tool result but the `keep` most recent with CLEARED_NOTE.
+
+    All eligible results are cleared at once: clearing rewrites the prompt prefix and breaks the
+    server's prompt cache, so doing it in one go breaks it as rarely as possible.
+    """
+    positions = [
+        (mi, bi)
+        for mi, message in enumerate(messages)
+        for bi, block in enumerate(message.content)
+        if isinstance(block, ToolResult)
+    ]
+    eligible = positions[: max(0, len(positions) - keep)]
+    targets: dict[int, set[int]] = {}
+    for mi, bi in eligible:
+        block = messages[mi].content[bi]
+        if isinstance(block, ToolResult) and not block.cleared:
+            targets.setdefault(mi, set()).add(bi)
+    if not targets:
+        return ClearResult(list(messages), 0)
+    out = list(messages)
+    count = 0
+    for mi, indexes in targets.items():
+        blocks = list(out[mi].content)
+        for bi in indexes:
+            old = blocks[bi]
+            if isinstance(old, ToolResult):
+                blocks[bi] = replace(old, content=CLEARED_NOTE, cleared=True)
+            count += 1
+        out[mi] = replace(out[mi], content=tuple(blocks))
+    return ClearResult(out, count)

@@ -1,0 +1,251 @@
+"""The native Ollama adapter: `/api/chat` with NDJSON streaming, `num_ctx` set, truncation turned off.
+
+Through its OpenAI-compatible endpoint Ollama runs every model at its default window and, when a prompt
+does not fit, silently drops the oldest messages — the user's task first. The native endpoint removes
+both by construction: `options.num_ctx` makes the server use the window aforo budgets for, and from
+v0.12.6 `"truncate": false` turns the silent drop into an HTTP 400, which becomes ContextOverflowError.
+
+The stream is NDJSON (one JSON object per line), not SSE. Tool call arguments arrive as objects and
+calls carry no ids, so ids are made here; tool results go back as role "tool" messages with the tool's
+name. Usage is `prompt_eval_count` / `eval_count`, omitted by the server when 0.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from aforo.errors import HTTPStatusError, ProtocolError, ProviderError
+from aforo.messages import (
+    Message,
+    MessageEnd,
+    Request,
+    StopReason,
+    StreamEvent,
+    StreamText,
+    StreamToolCall,
+    TextBlock,
+    ToolResult,
+    ToolUse,
+    Usage,
+)
+from aforo.providers.http import status_error, translate_transport
+from aforo.providers.openai_wire import tools_to_openai
+from aforo.servers.detect import normalize_base_url
+from aforo.servers.http import get_json_quiet
+
+# The first release whose /api/chat accepts "truncate": false (older ones would truncate anyway).
+TRUNCATE_FLAG_SINCE = (0, 12, 6)
+
+DONE_REASONS: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens"}
+
+
+def parse_version(version: str | None) -> tuple[int, ...] | None:
+    """ "0.12.6" / "0.12.6-rc1" / "v0.13.0" -> (0, 12, 6) ...; None when there are no numbers."""
+    if not version:
+        return None
+    match = re.match(r"v?(\d+(?:\.\d+)*)", version.strip())
+    return tuple(int(p) for p in match.group(1).split(".")) if match else None
+
+
+def supports_truncate_flag(version: str | None) -> bool:
+    parsed = parse_version(version)
+    return parsed is not None and parsed >= TRUNCATE_FLAG_SINCE
+
+
+def messages_to_ollama(request: Request) -> list[dict[str, Any]]:
+    wire: list[dict[str, Any]] = []
+    if request.system_text:
+        wire.append({"role": "system", "content": request.system_text})
+    names: dict[str, str] = {}  # tool_use id -> tool name, for the "tool" messages that answer them
+    for message in request.messages:
+        wire.extend(_message_to_ollama(message, names))
+    return wire
+
+
+def _message_to_ollama(message: Message, names: dict[str, str]) -> list[dict[str, Any]]:
+    if message.role == "assistant":
+        out: dict[str, Any] = {"role": "assistant", "content": message.text}
+        calls = []
+        for block in message.content:
+            if isinstance(block, ToolUse):
+                names[block.id] = block.name
+                calls.append({"function": {"name": block.name, "arguments": block.input}})
+        if calls:
+            out["tool_calls"] = calls
+        return [out]
+    wire: list[dict[str, Any]] = []
+    texts: list[str] = []
+    for block in message.content:
+        if isinstance(block, ToolResult):
+            content = f"Error: {block.content}" if block.is_error else block.content
+            tool: dict[str, Any] = {"role": "tool", "content": content}
+            if block.tool_use_id in names:
+                tool["tool_name"] = names[block.tool_use_id]
+            wire.append(tool)
+        elif isinstance(block, TextBlock):
+            texts.append(block.text)
+    if texts:
+        wire.append({"role": "user", "content": "\n\n".join(texts)})
+    return wire
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+class OllamaProvider:
+    """Streams `/api/chat` from an Ollama server, with the window aforo uses as `num_ctx`."""
+
+    name = "ollama"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        num_ctx: int,
+        version: str | None = None,
+        timeout: float = 600,
+        connect_timeout: float = 10,
+    ) -> None:
+        self.root_url, _ = normalize_base_url(base_url)
+        self.url = f"{self.root_url}/api/chat"
+        self.model = model
+        self.num_ctx = num_ctx
+        self._version = version
+        self._version_asked = version is not None
+        self._read_timeout = timeout
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout))
+        # Ollama gives calls no ids; ours must be unique across a conversation that may span several
+        # runs (a resumed session), hence a per-instance tag before the counter.
+        self._call_tag = uuid.uuid4().hex[:6]
+        self._call_numbers = itertools.count(1)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> OllamaProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def version(self) -> str | None:
+        """The server's version, asked once (`GET /api/version`); None when it does not say."""
+        if not self._version_asked:
+            self._version_asked = True
+            doc = get_json_quiet(self._client, f"{self.root_url}/api/version")
+            if isinstance(doc, dict) and isinstance(doc.get("version"), str):
+                self._version = doc["version"]
+        return self._version
+
+    def body(self, request: Request) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model or self.model,
+            "messages": messages_to_ollama(request),
+            "stream": True,
+            # num_ctx overrides every default (Modelfile, OLLAMA_CONTEXT_LENGTH): server and budget agree.
+            "options": {"num_ctx": self.num_ctx, "num_predict": request.max_tokens},
+        }
+        if request.tools:
+            body["tools"] = tools_to_openai(request.tools)
+        if supports_truncate_flag(self.version):
+            body["truncate"] = False
+        return body
+
+    def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        body = self.body(request)
+        if cancel is not None and cancel.is_set():
+            return
+        try:
+            with self._client.stream("POST", self.url, json=body) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise self._status_error(response.status_code, response.text, body["model"])
+                yield from self._events(response, body["model"], cancel)
+        except httpx.TransportError as exc:
+            raise translate_transport(exc, self.url, self._read_timeout) from exc
+
+    def _events(
+        self, response: httpx.Response, model: str, cancel: threading.Event | None
+    ) -> Iterator[StreamEvent]:
+        calls: list[StreamToolCall] = []
+        for line in response.iter_lines():
+            if cancel is not None and cancel.is_set():
+                return
+            if not line.strip():
+                continue
+            chunk = self._json(line)
+            if "error" in chunk:
+                # A failure after the 200 headers arrives as {"error": "..."} on its own line.
+                raise self._status_error(400, json.dumps(chunk), model)
+            message = chunk.get("message") or {}
+            if not isinstance(message, dict):
+                raise ProtocolError(f"{self.url} sent a message that is not an object: {line[:200]!r}")
+            content = message.get("content")
+            if isinstance(content, str) and content:
+                yield StreamText(content)
+            for call in message.get("tool_calls") or []:
+                calls.append(self._tool_call(call))
+            if chunk.get("done") is True:
+                yield from calls
+                yield self._end(chunk, bool(calls))
+                return
+        raise ProtocolError(
+            f"the stream from {self.url} ended without `done` — the server may have crashed or dropped the"
+            " connection; the partial answer is not used"
+        )
+
+    def _json(self, line: str) -> dict[str, Any]:
+        try:
+            chunk = json.loads(line)
+        except ValueError as exc:
+            raise ProtocolError(f"{self.url} sent a line that is not JSON: {line[:200]!r}") from exc
+        if not isinstance(chunk, dict):
+            raise ProtocolError(f"{self.url} sent a line that is not a JSON object: {line[:200]!r}")
+        return chunk
+
+    def _tool_call(self, call: Any) -> StreamToolCall:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            raise ProtocolError(f"{self.url} sent a tool call without a function name: {call!r:.200}")
+        args = function.get("arguments")
+        arguments = args if isinstance(args, str) else json.dumps(args or {}, ensure_ascii=False)
+        call_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
+        return StreamToolCall(
+            call_id or f"call_{self._call_tag}_{next(self._call_numbers)}", function["name"], arguments
+        )
+
+    def _end(self, chunk: dict[str, Any], has_calls: bool) -> MessageEnd:
+        reason = DONE_REASONS.get(str(chunk.get("done_reason") or "stop"), "end_turn")
+        if has_calls and reason == "end_turn":
+            reason = "tool_use"
+        usage = Usage(
+            input_tokens=_count(chunk.get("prompt_eval_count")), output_tokens=_count(chunk.get("eval_count"))
+        )
+        timings = {
+            k: chunk[k]
+            for k in ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
+            if isinstance(chunk.get(k), int)
+        }
+        return MessageEnd(usage, reason, timings)
+
+    def _status_error(self, status: int, body: str, model: str) -> ProviderError:
+        error = status_error(status, body, url=self.url, model=model)
+        if status == 404 and isinstance(error, HTTPStatusError):
+            return HTTPStatusError(
+                f"the Ollama server at {self.root_url} does not have the model {model!r} — pull it with"
+                f" `ollama pull {model}` (see `ollama list`), or pass another --model",
+                status,
+                body,
+            )
+        return error

@@ -1,0 +1,282 @@
+"""The OpenAI-compatible chat adapter: one streamed POST to {base_url}/chat/completions.
+
+It works against Ollama, llama-server, vLLM, LM Studio and LiteLLM, which agree on the happy path and
+differ everywhere else: ids and names of tool calls may arrive in pieces or repeated in every chunk,
+the usage chunk may come after the finish chunk (or never), some servers answer a streaming request
+with a plain JSON completion, and llama-cpp-python answers an oversized prompt with an empty 200
+stream. Every such difference is absorbed here; what leaves is the canonical stream (text deltas,
+complete tool calls, exactly one MessageEnd) or one of our errors.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from httpx_sse import SSEError, connect_sse
+
+from aforo.errors import ConfigError, ProtocolError
+from aforo.messages import MessageEnd, Request, StopReason, StreamEvent, StreamText, StreamToolCall, Usage
+from aforo.providers.http import retrying, status_error, translate_transport
+from aforo.providers.openai_wire import chat_body
+
+FINISH_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+    "content_filter": "refusal",
+}
+
+EMPTY_STREAM = (
+    "the server returned an empty stream (HTTP 200, no events); some servers (llama-cpp-python) do this "
+    "when the prompt does not fit the context window — try a smaller --context-window"
+)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def usage_from_openai(usage: dict[str, Any] | None) -> Usage:
+    """OpenAI usage -> ours; cached prompt tokens are split out of `input_tokens`."""
+    if not usage:
+        return Usage()
+    prompt = _count(usage.get("prompt_tokens"))
+    details = usage.get("prompt_tokens_details")
+    cached = min(_count(details.get("cached_tokens")), prompt) if isinstance(details, dict) else 0
+    return Usage(
+        input_tokens=prompt - cached,
+        cache_read_tokens=cached,
+        output_tokens=_count(usage.get("completion_tokens")),
+    )
+
+
+def _merge(current: str, piece: Any) -> str:
+    # Some servers repeat the id/name in every chunk, others split them: a repeat is not a new piece.
+    if not isinstance(piece, str) or not piece or piece == current:
+        return current
+    return current + piece
+
+
+@dataclass
+class _Call:
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Answer:
+    """What the chunks of one answer have said so far."""
+
+    url: str
+    model: str
+    calls: dict[int, _Call] = field(default_factory=dict)
+    finish: str | None = None
+    usage: dict[str, Any] | None = None
+    timings: dict[str, Any] = field(default_factory=dict)
+    chunks: int = 0
+
+    def feed(self, chunk: Any) -> list[str]:
+        """Absorb one chunk; returns its text deltas."""
+        if not isinstance(chunk, dict):
+            raise ProtocolError(f"{self.url} sent a stream chunk that is not a JSON object: {chunk!r:.200}")
+        if "error" in chunk:
+            # llama-server and vLLM report failures after the 200 headers as an error chunk.
+            error = chunk["error"]
+            code = error.get("code") if isinstance(error, dict) else None
+            status = code if isinstance(code, int) and code >= 400 else 500
+            raise status_error(status, json.dumps(chunk), url=self.url, model=self.model)
+        self.chunks += 1
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = chunk["usage"]
+        if isinstance(chunk.get("timings"), dict):
+            self.timings = chunk["timings"]
+        choices = chunk.get("choices") or []
+        if not isinstance(choices, list):
+            raise ProtocolError(f"{self.url} sent `choices` that is not a list: {choices!r:.200}")
+        texts: list[str] = []
+        for choice in choices:
+            if not isinstance(choice, dict):
+                raise ProtocolError(f"{self.url} sent a choice that is not an object: {choice!r:.200}")
+            if choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if not isinstance(delta, dict):
+                raise ProtocolError(f"{self.url} sent a delta that is not an object: {delta!r:.200}")
+            content = delta.get("content")
+            if isinstance(content, str) and content:
+                texts.append(content)
+            for call in delta.get("tool_calls") or []:
+                self._add_call(call)
+            if isinstance(choice.get("finish_reason"), str):
+                self.finish = choice["finish_reason"]
+        return texts
+
+    def _add_call(self, piece: Any) -> None:
+        if not isinstance(piece, dict):
+            raise ProtocolError(f"{self.url} sent a tool call that is not an object: {piece!r:.200}")
+        index = piece.get("index")
+        if not isinstance(index, int):
+            # Without an index, a new id starts a new call; anything else continues the last one.
+            ids = {c.id: i for i, c in self.calls.items()}
+            new_id = piece.get("id")
+            if isinstance(new_id, str) and new_id and new_id not in ids:
+                index = max(self.calls, default=-1) + 1
+            else:
+                index = ids.get(new_id, max(self.calls, default=0)) if isinstance(new_id, str) else 0
+        call = self.calls.setdefault(index, _Call())
+        call.id = _merge(call.id, piece.get("id"))
+        function = piece.get("function") or {}
+        if isinstance(function, dict):
+            call.name = _merge(call.name, function.get("name"))
+            args = function.get("arguments")
+            if isinstance(args, str):
+                call.arguments.append(args)
+            elif isinstance(args, dict):
+                call.arguments.append(json.dumps(args, ensure_ascii=False))
+
+    def end(self) -> Iterator[StreamEvent]:
+        """The complete tool calls and the MessageEnd, once the stream is over."""
+        if self.chunks == 0:
+            raise ProtocolError(f"{self.url}: {EMPTY_STREAM}")
+        if self.finish is None:
+            raise ProtocolError(
+                f"the stream from {self.url} ended without a finish reason — the server may have crashed "
+                "or dropped the connection; the partial answer is not used"
+            )
+        for index in sorted(self.calls):
+            call = self.calls[index]
+            # Ids must be unique across the conversation: a tool_result names the call it answers.
+            call_id = call.id or f"call_{uuid.uuid4().hex[:12]}"
+            yield StreamToolCall(call_id, call.name, "".join(call.arguments) or "{}")
+        reason = FINISH_REASONS.get(self.finish, "end_turn")
+        if self.calls and reason == "end_turn":
+            reason = "tool_use"
+        yield MessageEnd(usage_from_openai(self.usage), reason, dict(self.timings))
+
+
+class OpenAICompatProvider:
+    """Streams chat completions from any OpenAI-compatible server."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 600,
+        connect_timeout: float = 10,
+        retries: int = 2,
+    ) -> None:
+        if not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"--base-url must start with http:// or https://, got {base_url!r}")
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.url = f"{self.base_url}/chat/completions"
+        self.retries = retries
+        self._read_timeout = timeout
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), headers=headers)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> OpenAICompatProvider:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        body = chat_body(request, stream=True)
+        body["model"] = body["model"] or self.model
+        # Retry only until the first event: after that the caller has seen part of an answer.
+        first, events = retrying(self.retries)(self._open, body, cancel)
+        try:
+            if first is not None:
+                yield first
+                yield from events
+        finally:
+            events.close()
+
+    def _open(
+        self, body: dict[str, Any], cancel: threading.Event | None
+    ) -> tuple[StreamEvent | None, Generator[StreamEvent, None, None]]:
+        events = self._exchange(body, cancel)
+        return next(events, None), events
+
+    def _exchange(
+        self, body: dict[str, Any], cancel: threading.Event | None
+    ) -> Generator[StreamEvent, None, None]:
+        if cancel is not None and cancel.is_set():
+            return
+        answer = _Answer(self.url, str(body["model"]))
+        try:
+            with connect_sse(self._client, "POST", self.url, json=body) as source:
+                response = source.response
+                if response.status_code >= 400:
+                    response.read()
+                    raise status_error(response.status_code, response.text, url=self.url, model=answer.model)
+                content_type = response.headers.get("content-type", "")
+                if "json" in content_type:
+                    # The server ignored `stream: true` and sent one whole completion.
+                    response.read()
+                    yield from self._completion(response.text, answer)
+                    return
+                for sse in source.iter_sse():
+                    if cancel is not None and cancel.is_set():
+                        return
+                    data = sse.data.strip()
+                    if data == "[DONE]":
+                        break
+                    if not data:
+                        continue
+                    for text in answer.feed(self._json(data)):
+                        yield StreamText(text)
+                yield from answer.end()
+        except SSEError as exc:  # a subclass of httpx.TransportError: catch it first
+            raise ProtocolError(f"{self.url} did not answer with an event stream: {exc}") from exc
+        except httpx.TransportError as exc:
+            raise translate_transport(exc, self.url, self._read_timeout) from exc
+
+    def _json(self, data: str) -> Any:
+        try:
+            return json.loads(data)
+        except ValueError as exc:
+            raise ProtocolError(f"{self.url} sent data that is not JSON: {data[:200]!r}") from exc
+
+    def _completion(self, text: str, answer: _Answer) -> Iterator[StreamEvent]:
+        data = self._json(text) if text.strip() else None
+        if data is None:
+            raise ProtocolError(f"{self.url}: {EMPTY_STREAM}")
+        if not isinstance(data, dict) or "error" in data:
+            answer.feed(data)  # raises the right error
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise ProtocolError(f"{self.url} sent a completion without choices: {text[:200]!r}")
+        message = choices[0].get("message") or {}
+        if not isinstance(message, dict):
+            raise ProtocolError(f"{self.url} sent a completion whose message is not an object")
+        # A whole message is one big delta; its calls get explicit indexes so id-less calls stay apart.
+        calls = message.get("tool_calls") or []
+        delta = {
+            "content": message.get("content"),
+            "tool_calls": [{**c, "index": i} if isinstance(c, dict) else c for i, c in enumerate(calls)],
+        }
+        chunk = {
+            "choices": [{"index": 0, "delta": delta, "finish_reason": choices[0].get("finish_reason")}],
+            "usage": data.get("usage"),
+            "timings": data.get("timings"),
+        }
+        for piece in answer.feed(chunk):
+            yield StreamText(piece)
+        yield from answer.end()

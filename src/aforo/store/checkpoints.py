@@ -1,0 +1,296 @@
+"""Checkpoints: the state saved before every clearing or compaction, so it can be checked and undone.
+
+A checkpoint is a structured artifact (goal, constraints, decisions with their why, evidence with its
+source, next action) plus the full message history `/undo` restores. On disk it is redacted, written
+atomically as a 0600 file under `root/<session>/<timestamp>-<id>.json`, and kept under two quotas
+(per session, total) by evicting the oldest checkpoints. Loading never returns a half-parsed object:
+a corrupt, foreign or newer-schema file is a `StoreError` naming the file and what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from aforo.errors import QuotaExceeded, StoreError
+from aforo.messages import Message, messages_from_list, messages_to_list
+from aforo.store.atomic import atomic_write, remove_stale_temps
+from aforo.store.ids import check_id, new_id, utc_now
+from aforo.store.paths import ensure_dir
+from aforo.store.redact import redact_obj
+
+KIND = "aforo.checkpoint"
+SCHEMA_VERSION = 1
+# MIGRATIONS[n] turns a version-n checkpoint dict into version n+1. Append one with every schema
+# change and never edit an old one: files written by any earlier aforo stay loadable.
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+
+MiB = 1024 * 1024
+# Fields that describe the record rather than the conversation: never secrets, kept verbatim so the
+# file stays addressable even when redaction is aggressive.
+_STRUCTURAL = frozenset(
+    {"kind", "schema_version", "id", "session_id", "created_at", "reason", "window", "window_source"}
+    | {"tokens_before", "counter"}
+)
+_NAME = re.compile(r"(\d{8}T\d{12}Z)-([A-Za-z0-9][A-Za-z0-9._-]*)\.json")
+
+
+@dataclass(kw_only=True)
+class Checkpoint:
+    session_id: str
+    reason: str  # "clear" | "compact" | "manual_clear" | "manual_compact" | …
+    messages: list[Message] = field(default_factory=list)
+    goal: str = ""
+    constraints: dict[str, list[str]] = field(default_factory=lambda: {"hard": [], "soft": []})
+    decisions: list[dict[str, str]] = field(default_factory=list)  # {"decision", "why"}
+    evidence: list[dict[str, str]] = field(default_factory=list)  # {"source", "detail"}
+    next_action: str = ""
+    model: str = ""
+    server: str = ""
+    window: int = 0
+    window_source: str = ""
+    tokens_before: int = 0
+    counter: str = ""
+    id: str = field(default_factory=new_id)
+    created_at: str = field(default_factory=utc_now)
+    schema_version: int = SCHEMA_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": KIND,
+            "schema_version": self.schema_version,
+            "id": self.id,
+            "session_id": self.session_id,
+            "created_at": self.created_at,
+            "reason": self.reason,
+            "model": self.model,
+            "server": self.server,
+            "window": self.window,
+            "window_source": self.window_source,
+            "tokens_before": self.tokens_before,
+            "counter": self.counter,
+            "goal": self.goal,
+            "constraints": {"hard": list(self.constraints.get("hard", [])), "soft": list(self.constraints.get("soft", []))},
+            "decisions": [dict(d) for d in self.decisions],
+            "evidence": [dict(e) for e in self.evidence],
+            "next_action": self.next_action,
+            "messages": messages_to_list(self.messages),
+        }
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Checkpoint:
+        """Build from a current-schema dict; ValueError says which field is missing or wrong."""
+        constraints = _get(data, "constraints", dict)
+        return Checkpoint(
+            schema_version=_get(data, "schema_version", int),
+            id=_get(data, "id", str),
+            session_id=_get(data, "session_id", str),
+            created_at=_get(data, "created_at", str),
+            reason=_get(data, "reason", str),
+            model=_get(data, "model", str),
+            server=_get(data, "server", str),
+            window=_get(data, "window", int),
+            window_source=_get(data, "window_source", str),
+            tokens_before=_get(data, "tokens_before", int),
+            counter=_get(data, "counter", str),
+            goal=_get(data, "goal", str),
+            constraints={k: _str_list(constraints, k, "constraints") for k in ("hard", "soft")},
+            decisions=_records(data, "decisions", ("decision", "why")),
+            evidence=_records(data, "evidence", ("source", "detail")),
+            next_action=_get(data, "next_action", str),
+            messages=messages_from_list(_get(data, "messages", list)),
+        )
+
+
+def _get(data: dict[str, Any], name: str, kind: type) -> Any:
+    if name not in data:
+        raise ValueError(f"missing field {name!r}")
+    value = data[name]
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"field {name!r} must be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _str_list(data: dict[str, Any], name: str, where: str) -> list[str]:
+    value = _get(data, name, list)
+    if not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{where}.{name} must be a list of strings")
+    return list(value)
+
+
+def _records(data: dict[str, Any], name: str, keys: tuple[str, str]) -> list[dict[str, str]]:
+    out = []
+    for i, item in enumerate(_get(data, name, list)):
+        if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in keys):
+            raise ValueError(f"{name}[{i}] must be an object with string fields {' and '.join(keys)}")
+        out.append({k: str(v) for k, v in item.items()})
+    return out
+
+
+def encode_checkpoint(cp: Checkpoint) -> bytes:
+    """The on-disk bytes of a checkpoint: every conversational field redacted."""
+    data = cp.to_dict()
+    data.update(redact_obj({k: v for k, v in data.items() if k not in _STRUCTURAL}))
+    return json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+def _upgrade(data: Any, where: str) -> dict[str, Any]:
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise StoreError(f"{where} is not an aforo checkpoint (no \"kind\": {KIND!r}); it will not be used.")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise StoreError(f"{where} has an invalid schema_version {version!r}; it will not be used.")
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{where} was written by a newer aforo (checkpoint schema {version}; this version reads up to "
+            f"{SCHEMA_VERSION}). Upgrade aforo to use it."
+        )
+    while version < SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise StoreError(f"{where}: no migration from checkpoint schema {version}; it will not be used.")
+        data = step(dict(data))
+        version += 1
+        data["schema_version"] = version
+    return data
+
+
+def load_checkpoint(path: Path) -> Checkpoint:
+    """Read, check, migrate and build a checkpoint, or raise StoreError saying why not."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise StoreError(f"checkpoint {path} does not exist") from exc
+    except OSError as exc:
+        raise StoreError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(
+            f"checkpoint {path} is not valid JSON ({exc}): it is corrupt or truncated and will not be used. "
+            "Move it aside to continue."
+        ) from exc
+    data = _upgrade(data, f"checkpoint {path}")
+    try:
+        return Checkpoint.from_dict(data)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise StoreError(f"checkpoint {path} is invalid: {exc}; it will not be used.") from exc
+
+
+def _stamp(created_at: str) -> str:
+    try:
+        moment = datetime.fromisoformat(created_at)
+    except ValueError as exc:
+        raise StoreError(f"checkpoint created_at {created_at!r} is not an ISO 8601 timestamp") from exc
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+@dataclass(frozen=True)
+class CheckpointEntry:
+    """A checkpoint file as listed, without reading it."""
+
+    path: Path
+    session_id: str
+    id: str
+    created_at: str
+    size_bytes: int
+
+
+def _size(n: int) -> str:
+    return f"{n / MiB:.1f} MiB" if n >= MiB else f"{n} bytes"
+
+
+class CheckpointStore:
+    def __init__(
+        self, root: Path, *, session_quota_bytes: int = 20 * MiB, total_quota_bytes: int = 200 * MiB
+    ) -> None:
+        self.root = root
+        self.session_quota_bytes = session_quota_bytes
+        self.total_quota_bytes = total_quota_bytes
+
+    def write(self, cp: Checkpoint) -> Path:
+        """Redact and store `cp` atomically; evict the oldest checkpoints to stay within the quotas."""
+        check_id(cp.session_id, "session id")
+        check_id(cp.id, "checkpoint id")
+        data = encode_checkpoint(cp)
+        for scope, quota, param in (
+            ("per-session", self.session_quota_bytes, "session_quota_bytes"),
+            ("total", self.total_quota_bytes, "total_quota_bytes"),
+        ):
+            if len(data) > quota:
+                raise QuotaExceeded(
+                    f"a checkpoint of {_size(len(data))} does not fit the {scope} checkpoint quota of "
+                    f"{_size(quota)}; nothing was written. Raise the quota ({param}) to keep checkpoints "
+                    "of conversations this long."
+                )
+        session_dir = ensure_dir(ensure_dir(self.root) / cp.session_id)
+        remove_stale_temps(session_dir)
+        path = session_dir / f"{_stamp(cp.created_at)}-{cp.id}.json"
+        doomed = self._eviction_plan(cp.session_id, len(data), replacing=path)
+        # The new checkpoint lands before the old ones go: a failed write never costs the user the
+        # checkpoints they already had, at the price of exceeding the quota by one file for a moment.
+        atomic_write(path, data)
+        for entry in doomed:
+            with contextlib.suppress(FileNotFoundError):
+                entry.path.unlink()
+        return path
+
+    def _eviction_plan(self, session_id: str, incoming: int, *, replacing: Path) -> builtins.list[CheckpointEntry]:
+        entries = [e for e in self._entries(None) if e.path != replacing]  # oldest first
+        doomed: builtins.list[CheckpointEntry] = []
+        session_used = sum(e.size_bytes for e in entries if e.session_id == session_id)
+        total_used = sum(e.size_bytes for e in entries)
+        for e in entries:
+            if session_used + incoming <= self.session_quota_bytes:
+                break
+            if e.session_id == session_id:
+                doomed.append(e)
+                session_used -= e.size_bytes
+                total_used -= e.size_bytes
+        for e in entries:
+            if total_used + incoming <= self.total_quota_bytes:
+                break
+            if e not in doomed:
+                doomed.append(e)
+                total_used -= e.size_bytes
+        return doomed
+
+    def load(self, path: Path) -> Checkpoint:
+        return load_checkpoint(path)
+
+    def latest(self, session_id: str) -> Checkpoint | None:
+        """The newest checkpoint of a session; a corrupt newest one raises instead of being skipped."""
+        entries = self.list(session_id)
+        return load_checkpoint(entries[0].path) if entries else None
+
+    def _entries(self, session_id: str | None) -> builtins.list[CheckpointEntry]:
+        if not self.root.is_dir():
+            return []
+        dirs = [self.root / check_id(session_id, "session id")] if session_id else sorted(self.root.iterdir())
+        out: builtins.list[CheckpointEntry] = []
+        for directory in dirs:
+            if not directory.is_dir():
+                continue
+            for path in directory.iterdir():
+                m = _NAME.fullmatch(path.name)
+                if m is None:
+                    continue  # temp files, foreign files: never taken as checkpoints
+                with contextlib.suppress(FileNotFoundError):
+                    size = path.stat().st_size
+                    created = datetime.strptime(m.group(1), "%Y%m%dT%H%M%S%fZ").replace(tzinfo=UTC)
+                    out.append(CheckpointEntry(path, directory.name, m.group(2), created.isoformat(), size))
+        out.sort(key=lambda e: (e.created_at, e.path.name))
+        return out
+
+    def list(self, session_id: str | None = None) -> builtins.list[CheckpointEntry]:
+        """Checkpoints of one session (or all), newest first."""
+        return self._entries(session_id)[::-1]

@@ -1,0 +1,88 @@
+"""Glob: find files by name pattern, newest first, honouring .gitignore.
+
+rg does the walking (`rg --files --glob PATTERN --sortr modified`). Its globs override ignore rules,
+so the result is intersected with a plain `rg --files`: a gitignored file never shows up just
+because it matches the pattern.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aforo.errors import ToolError
+from aforo.protocols import ToolContext, ToolOutput
+from aforo.tools import ripgrep
+from aforo.tools.workspace import relative, resolve, root_of
+
+DEFAULT_MAX_ENTRIES = 200
+# Past this many matches beyond what is shown, stop counting: "at least N more" is enough.
+_COUNT_SLACK = 10_000
+
+
+GLOB_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern to match."},
+        "path": {
+            "type": "string",
+            "description": "Directory to search in, relative to the workspace (default: the root).",
+        },
+    },
+    "required": ["pattern"],
+    "additionalProperties": False,
+}
+
+
+class Glob:
+    name = "Glob"
+    description = (
+        "Find files whose path matches a glob pattern, e.g. '*.py', '**/*.ts', 'src/**/test_*.py'. "
+        "A pattern without '/' matches file names at any depth. Files ignored by .gitignore are skipped. "
+        "Returns paths relative to the workspace, most recently modified first."
+    )
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES, timeout: float = ripgrep.DEFAULT_TIMEOUT):
+        self.max_entries = max_entries
+        self.timeout = timeout
+        self.input_schema = GLOB_SCHEMA
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        pattern = str(args["pattern"])
+        root = root_of(ctx.workspace)
+        base = resolve(ctx.workspace, args.get("path"))
+        prefix = relative(root, base)
+        if not base.exists():
+            raise ToolError(f"{prefix} does not exist; use LS to see what is there")
+        if not base.is_dir():
+            raise ToolError(f"{prefix} is not a directory; `path` must be the directory to search in")
+        budget = 2 * ctx.max_chars if ctx.max_chars else None
+
+        allowed = ripgrep.list_files(base, timeout=self.timeout)
+        shown: list[str] = []
+        matched = 0
+        size = 0
+        argv = ["--files", "--null", "--sortr", "modified", "--glob", pattern]
+        with ripgrep.RgProcess(argv, base, sep=b"\0", timeout=self.timeout) as proc:
+            for record in proc.records():
+                if record not in allowed:
+                    continue
+                matched += 1
+                if len(shown) < self.max_entries and (budget is None or size < budget):
+                    entry = record if prefix == "." else f"{prefix}/{record}"
+                    shown.append(entry)
+                    size += len(entry) + 1
+                elif matched > self.max_entries + _COUNT_SLACK:
+                    proc.stop()
+        outcome = proc.finish()
+        if outcome.failed and not shown:
+            raise ToolError(f"Glob failed for pattern {pattern!r}: {outcome.stderr or 'ripgrep error'}")
+        if not shown:
+            return ToolOutput(f"No files match {pattern!r} in {prefix}.")
+        lines = shown
+        if matched > len(shown):
+            more = matched - len(shown)
+            count = f"at least {more}" if outcome.stopped_early else str(more)
+            lines = [*shown, f"({count} more files not shown; use a narrower pattern or path)"]
+        if outcome.timed_out:
+            lines.append(f"(the search stopped after {self.timeout:g} s; the list may be incomplete)")
+        return ToolOutput("\n".join(lines))

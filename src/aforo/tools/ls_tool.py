@@ -1,0 +1,77 @@
+"""LS: the entries of one directory, sorted, directories marked with a trailing '/'.
+
+Nothing is filtered (unlike Glob and Grep, .gitignore does not apply): it shows what is on disk.
+Symlinks are shown as links and never followed, so listing cannot leave the workspace.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aforo.errors import ToolError
+from aforo.protocols import ToolContext, ToolOutput
+from aforo.tools.workspace import relative, resolve, root_of
+
+DEFAULT_MAX_ENTRIES = 500
+
+LS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {
+            "type": "string",
+            "description": "Directory to list, relative to the workspace (default: the root).",
+        },
+    },
+    "additionalProperties": False,
+}
+
+
+class LS:
+    name = "LS"
+    description = (
+        "List the files and directories in a directory (directories end with '/', symlinks show "
+        "their target). Defaults to the workspace root."
+    )
+
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
+        self.max_entries = max_entries
+        self.input_schema = LS_SCHEMA
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        root = root_of(ctx.workspace)
+        path = resolve(ctx.workspace, args.get("path"))
+        shown = relative(root, path)
+        try:
+            with os.scandir(path) as entries:
+                listing = sorted(_describe(entry) for entry in entries)
+        except FileNotFoundError:
+            raise ToolError(f"{shown} does not exist; use LS on its parent to see what is there") from None
+        except NotADirectoryError:
+            raise ToolError(f"{shown} is not a directory; use Read to read a file") from None
+        except OSError as exc:
+            raise ToolError(f"cannot list {shown}: {exc.strerror}") from exc
+        if not listing:
+            return ToolOutput(f"{shown}/ is empty.")
+        budget = 2 * ctx.max_chars if ctx.max_chars else None
+        out = [f"{shown}/ ({len(listing)} entries)"]
+        size = 0
+        for entry in listing[: self.max_entries]:
+            if budget is not None and size >= budget:
+                break
+            out.append(entry)
+            size += len(entry) + 1
+        if len(out) - 1 < len(listing):
+            out.append(f"({len(listing) - len(out) + 1} more entries not shown; use Glob to narrow down)")
+        return ToolOutput("\n".join(out))
+
+
+def _describe(entry: os.DirEntry[str]) -> str:
+    try:
+        if entry.is_symlink():
+            return f"{entry.name} -> {os.readlink(entry.path)}"
+        if entry.is_dir(follow_symlinks=False):
+            return f"{entry.name}/"
+    except OSError:
+        pass
+    return entry.name

@@ -1,0 +1,118 @@
+"""The tool registry: the one place a model's tool call becomes a ToolOutput.
+
+`execute` never raises. Everything the model can get wrong (an unknown name, malformed JSON,
+arguments that do not fit the schema) and everything a tool can refuse (ToolError) comes back as an
+is_error output worded so the model can correct itself; a bug in a tool is reported the same way
+instead of crashing the run.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from aforo.errors import ToolError
+from aforo.messages import ToolSpec
+from aforo.protocols import Tool, ToolContext, ToolOutput
+from aforo.tools.glob_tool import Glob
+from aforo.tools.grep_tool import Grep
+from aforo.tools.ls_tool import LS
+from aforo.tools.read_tool import Read
+
+_QUOTE_CHARS = 200
+
+
+class ToolRegistry:
+    def __init__(self, tools: Sequence[Tool], workspace: Path) -> None:
+        self.workspace = workspace
+        self._tools: dict[str, Tool] = {}
+        self._validators: dict[str, Draft202012Validator] = {}
+        for tool in tools:
+            if tool.name in self._tools:
+                raise ValueError(f"two tools are named {tool.name!r}")
+            Draft202012Validator.check_schema(tool.input_schema)
+            self._tools[tool.name] = tool
+            self._validators[tool.name] = Draft202012Validator(tool.input_schema)
+
+    @property
+    def specs(self) -> tuple[ToolSpec, ...]:
+        return tuple(ToolSpec(t.name, t.description, t.input_schema) for t in self._tools.values())
+
+    @property
+    def names(self) -> frozenset[str]:
+        return frozenset(self._tools)
+
+    def execute(self, name: str, arguments: str | dict[str, Any], max_chars: int | None = None) -> ToolOutput:
+        """Run one tool call; every failure becomes an is_error output, nothing is raised."""
+        tool = self._tools.get(name)
+        if tool is None:
+            available = ", ".join(sorted(self._tools)) or "none"
+            return ToolOutput(f"Unknown tool {name!r}. Available tools: {available}.", is_error=True)
+        args, problem = _parse(name, arguments)
+        if problem is None:
+            problem = self._invalid(tool, args)
+        if problem is not None:
+            return ToolOutput(problem, is_error=True)
+        try:
+            return tool.run(args, ToolContext(workspace=self.workspace, max_chars=max_chars))
+        except ToolError as exc:
+            return ToolOutput(f"{name}: {exc}", is_error=True)
+        except Exception as exc:  # a bug in a tool must not end the run; the model can try another way
+            return ToolOutput(f"internal error in tool {name}: {type(exc).__name__}: {exc}", is_error=True)
+
+    def _invalid(self, tool: Tool, args: dict[str, Any]) -> str | None:
+        error = best_match(self._validators[tool.name].iter_errors(args))
+        if error is None:
+            return None
+        return f"Invalid arguments for {tool.name}: {_describe(error)}. Expected: {signature(tool)}."
+
+
+def _parse(name: str, arguments: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:
+    if arguments is None:
+        return {}, None
+    value: Any = arguments
+    if isinstance(arguments, str):
+        # Some servers send "" for a call without arguments.
+        if not arguments.strip():
+            return {}, None
+        try:
+            value = json.loads(arguments)
+        except json.JSONDecodeError as exc:
+            quoted = arguments if len(arguments) <= _QUOTE_CHARS else arguments[:_QUOTE_CHARS] + "…"
+            return {}, (
+                f"Malformed JSON arguments for {name}: {exc.msg} (line {exc.lineno}, column {exc.colno}) "
+                f"in {quoted!r}. Send the arguments as one JSON object."
+            )
+    if not isinstance(value, dict):
+        return {}, f"Arguments for {name} must be a JSON object, not {type(value).__name__}."
+    return value, None
+
+
+def _describe(error: ValidationError) -> str:
+    field = "/".join(str(part) for part in error.absolute_path)
+    return f"field {field!r}: {error.message}" if field else error.message
+
+
+def signature(tool: Tool) -> str:
+    """A one-line summary of a tool's parameters, e.g. `Read(file_path: string, offset?: integer)`."""
+    schema = tool.input_schema
+    required = set(schema.get("required", ()))
+    params = []
+    for key, prop in schema.get("properties", {}).items():
+        kind = " | ".join(json.dumps(v) for v in prop["enum"]) if "enum" in prop else prop.get("type", "any")
+        params.append(f"{key}{'' if key in required else '?'}: {kind}")
+    extra = "" if schema.get("additionalProperties", True) else "; no other fields"
+    return f"{tool.name}({', '.join(params)}){extra}"
+
+
+def default_tools() -> list[Tool]:
+    return [Glob(), Grep(), Read(), LS()]
+
+
+def default_registry(workspace: Path) -> ToolRegistry:
+    return ToolRegistry(default_tools(), workspace)

@@ -1,0 +1,120 @@
+"""Building blocks for loop and governor tests: a workspace of files, an agent wired to a fake provider,
+and a scripted "reader" model that behaves like a small model doing a reading task."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aforo.agent import Agent
+from aforo.context.budget import Budget
+from aforo.context.governor import Governor
+from aforo.context.ledger import is_compacted
+from aforo.context.memory_journal import MemoryJournal
+from aforo.context.policy import Policy
+from aforo.events import Event
+from aforo.messages import Request, SystemPart, ToolResult
+from aforo.protocols import Provider
+from aforo.providers.fake import FakeTurn
+from aforo.tools.registry import default_registry
+
+TASK_KEY = "BRAVO-2718"
+
+
+def make_files(root: Path, count: int, chars: int, prefix: str = "mod") -> list[str]:
+    names = []
+    for i in range(count):
+        name = f"{prefix}{i:02d}.py"
+        body = "".join(f"def f_{i}_{n}(x):\n    return x * {n}  # line {n}\n" for n in range(chars // 40))
+        (root / name).write_text(body[:chars] + f"\n# end of {name}\n")
+        names.append(name)
+    return names
+
+
+@dataclass
+class Recorder:
+    events: list[Event] = field(default_factory=list)
+
+    def __call__(self, event: Event) -> None:
+        self.events.append(event)
+
+    def of(self, kind: str) -> list[Event]:
+        return [e for e in self.events if e.type == kind]
+
+
+def make_agent(
+    workspace: Path,
+    provider: Provider,
+    *,
+    window: int = 4096,
+    max_tokens: int = 8192,
+    policy: Policy | None = None,
+    max_turns: int = 25,
+    journal: MemoryJournal | None = None,
+) -> tuple[Agent, Recorder, MemoryJournal]:
+    rec = Recorder()
+    journal = journal or MemoryJournal()
+    governor = Governor(
+        budget=Budget(window, max_tokens, "test"), policy=policy or Policy(), journal=journal, emit=rec
+    )
+    agent = Agent(
+        provider=provider,
+        tools=default_registry(workspace),
+        governor=governor,
+        system=(SystemPart("You are a test assistant.", "system prompt"),),
+        emit=rec,
+        max_turns=max_turns,
+    )
+    return agent, rec, journal
+
+
+def is_summary_request(request: Request) -> bool:
+    return any(p.name == "compaction" for p in request.system)
+
+
+def read_so_far(request: Request) -> set[str]:
+    """Files whose Read results are in the request, or named as evidence by a compaction."""
+    seen: set[str] = set()
+    ids = {}
+    for message in request.messages:
+        for use in message.tool_uses:
+            ids[use.id] = use
+        for block in message.content:
+            if isinstance(block, ToolResult) and block.tool_use_id in ids:
+                use = ids[block.tool_use_id]
+                if use.name == "Read":
+                    seen.add(str(use.input["file_path"]))
+        if is_compacted(message):
+            seen |= set(re.findall(r"<evidence>Read (\S+)</evidence>", message.text))
+    return seen
+
+
+def reader_model(files: list[str], *, batch: bool, task_key: str = TASK_KEY):
+    """A scripted model: reads `files` (all at once or one per turn), then answers with the task key.
+
+    It only 'knows' the task while the user's request (with the key) is visible in the request, as a
+    real model would; a summary request gets a structured summary that names what was read.
+    """
+
+    def respond(request: Request) -> FakeTurn:
+        text = json.dumps([m.to_dict() for m in request.messages], ensure_ascii=False)
+        if is_summary_request(request):
+            done = sorted(read_so_far(request) | set(re.findall(r"mod\d\d\.py", text)))
+            return FakeTurn(
+                f"Goal: find the longest file for task {task_key if task_key in text else '?'}.\n"
+                f"Decisions: read files one by one because the window is small.\n"
+                f"Evidence: read {', '.join(done)}.\nNext action: read the remaining files."
+            )
+        if task_key not in text:
+            return FakeTurn("Ready to continue or answer any specific questions about the code.")
+        done = read_so_far(request)
+        todo = [f for f in files if f not in done]
+        if not todo:
+            return FakeTurn(f"Task {task_key}: all {len(files)} files read; the longest is {files[-1]}.")
+        if batch:
+            return FakeTurn("", [("Read", {"file_path": f}) for f in todo])
+        return FakeTurn("", [("Read", {"file_path": todo[0]})])
+
+    return respond

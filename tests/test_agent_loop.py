@@ -1,0 +1,205 @@
+"""The loop against the fake provider: every ending has a name, the transcript stays well-formed."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from support.scenario import make_agent, make_files
+
+from aforo.errors import ConnectError, ContextOverflowError
+from aforo.messages import Message, Request, TextBlock, ToolResult
+from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
+
+
+def well_formed(messages: list[Message]) -> None:
+    """Every tool call is answered right after it, and no result is an orphan."""
+    assert messages[0].role == "user"
+    for i, m in enumerate(messages):
+        if m.role == "assistant" and m.tool_uses:
+            nxt = messages[i + 1]
+            assert [r.tool_use_id for r in nxt.tool_results] == [u.id for u in m.tool_uses]
+        if m.role == "user" and m.tool_results:
+            prev = messages[i - 1]
+            assert {u.id for u in prev.tool_uses} == {r.tool_use_id for r in m.tool_results}
+
+
+def test_end_turn_after_tool_calls(tmp_path: Path) -> None:
+    make_files(tmp_path, 2, 200)
+    provider = FakeProvider(
+        [
+            FakeTurn("", [("Glob", {"pattern": "*.py"})]),
+            FakeTurn("", [("Read", {"file_path": "mod00.py"}), ("Read", {"file_path": "mod01.py"})]),
+            FakeTurn("Both files define small functions."),
+        ]
+    )
+    agent, rec, _ = make_agent(tmp_path, provider)
+    result = agent.run("What is in this project?")
+    assert result.reason == "end_turn"
+    assert (result.turns, result.tool_calls) == (3, 3)
+    assert result.input_tokens == sum(provider.input_tokens(r) for r in provider.requests)
+    assert result.output_tokens > 0
+    kinds = [e.type for e in rec.events]
+    assert kinds.count("turn_end") == 3 and kinds[-1] == "run_end"
+    assert "".join(e.text for e in rec.of("text_delta")) == "Both files define small functions."
+    well_formed(agent.messages)
+    # Results come back in the order the model asked for them, whatever finished first.
+    reads = agent.messages[3].tool_results
+    assert "mod00.py" in reads[0].content and "mod01.py" in reads[1].content
+
+
+def test_max_turns(tmp_path: Path) -> None:
+    provider = FakeProvider(lambda req: FakeTurn("", [("LS", {"path": "."})]))
+    agent, rec, _ = make_agent(tmp_path, provider, max_turns=3)
+    result = agent.run("loop forever")
+    assert result.reason == "max_turns" and result.turns == 3
+    assert "--max-turns" in (result.error or "")
+    well_formed(agent.messages)
+
+
+@pytest.mark.parametrize("stop", ["max_tokens", "refusal"])
+def test_max_tokens_and_refusal(tmp_path: Path, stop: str) -> None:
+    provider = FakeProvider([FakeTurn("partial answ", stop_reason=stop)])  # type: ignore[arg-type]
+    agent, _, _ = make_agent(tmp_path, provider)
+    assert agent.run("question").reason == stop
+
+
+def test_provider_error_ends_with_error(tmp_path: Path) -> None:
+    provider = FakeProvider([FakeTurn(error=ConnectError("no server at http://x — start one"))])
+    agent, rec, _ = make_agent(tmp_path, provider)
+    result = agent.run("question")
+    assert result.reason == "error" and "no server" in (result.error or "")
+    assert rec.events[-1].type == "run_end"
+    assert agent.messages == [Message.user("question")]
+
+
+def test_cancel_keeps_conversation_well_formed(tmp_path: Path) -> None:
+    cancel = threading.Event()
+
+    def respond(req: Request) -> FakeTurn:
+        if len(req.messages) > 2:
+            cancel.set()  # the user presses Ctrl-C while the second answer streams
+        return FakeTurn("", [("LS", {})])
+
+    agent, rec, _ = make_agent(tmp_path, FakeProvider(respond))
+    result = agent.run("list it", cancel)
+    assert result.reason == "aborted"
+    assert rec.events[-1].type == "run_end"
+    well_formed(agent.messages)
+    assert agent.messages[-1].role == "user"
+
+
+def test_bad_tool_calls_become_error_results(tmp_path: Path) -> None:
+    provider = FakeProvider(
+        [
+            FakeTurn("", [("Read", '{"file_path": "a.py"'), ("Nope", {}), ("Read", {"file_path": 3})]),
+            FakeTurn("I could not read it."),
+        ]
+    )
+    agent, rec, _ = make_agent(tmp_path, provider)
+    assert agent.run("read a.py").reason == "end_turn"
+    results = agent.messages[2].tool_results
+    assert all(r.is_error for r in results)
+    assert "JSON" in results[0].content or "json" in results[0].content
+    assert "Nope" in results[1].content
+    assert [e.ok for e in rec.of("tool_end")] == [False, False, False]
+
+
+def test_outside_workspace_is_refused(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "secret.txt").write_text("TOP-SECRET")
+    provider = FakeProvider([FakeTurn("", [("Read", {"file_path": "../secret.txt"})]), FakeTurn("ok")])
+    agent, _, _ = make_agent(ws, provider)
+    agent.run("read the secret")
+    result = agent.messages[2].tool_results[0]
+    assert result.is_error and "TOP-SECRET" not in result.content
+
+
+def test_text_tool_calls_are_executed(tmp_path: Path) -> None:
+    make_files(tmp_path, 1, 100)
+    written = 'Let me read it.\n```json\n{"name": "Read", "arguments": {"file_path": "mod00.py"}}\n```'
+    provider = FakeProvider([FakeTurn(written), FakeTurn("It defines f_0_0.")])
+    agent, rec, _ = make_agent(tmp_path, provider)
+    assert agent.run("what is in mod00.py?").reason == "end_turn"
+    assistant = agent.messages[1]
+    assert [u.name for u in assistant.tool_uses] == ["Read"]
+    assert "```" not in assistant.text
+    assert "def f_0_0" in agent.messages[2].tool_results[0].content
+    well_formed(agent.messages)
+
+
+def test_silent_truncation_ends_context_overflow_with_history_intact(tmp_path: Path) -> None:
+    make_files(tmp_path, 3, 6000)
+    provider = FakeProvider(
+        [
+            FakeTurn("", [("Read", {"file_path": "mod00.py"})]),
+            FakeTurn("", [("Read", {"file_path": "mod01.py"})]),
+            FakeTurn("Ready to continue or answer any specific questions about the code."),
+        ],
+        truncate=Truncate(window=2500, mode="collapse"),
+    )
+    # aforo is told a window far larger than the server's: the stages cannot help, detection must.
+    agent, rec, journal = make_agent(tmp_path, provider, window=32768)
+    result = agent.run("lee los ficheros mod00.py y mod01.py")
+    assert result.reason == "context_overflow"
+    assert "--context-window" in (result.error or "")
+    assert "Ready to continue" not in "".join(e.text for e in rec.of("text_delta"))
+    assert agent.messages[0] == Message.user("lee los ficheros mod00.py y mod01.py")
+    assert agent.messages[-1].role == "user" and agent.messages[-1].tool_results
+    assert rec.of("turn_end")[-1].truncated
+    assert journal.events("overflow")
+
+
+def test_loud_overflow_without_window_info_ends_context_overflow(tmp_path: Path) -> None:
+    provider = FakeProvider([FakeTurn(error=ContextOverflowError("too long"))])
+    agent, _, _ = make_agent(tmp_path, provider)
+    result = agent.run("question")
+    assert result.reason == "context_overflow" and "--context-window" in (result.error or "")
+    assert len(provider.requests) == 1
+
+
+def test_loud_overflow_adopts_window_compacts_once_and_retries_once(tmp_path: Path) -> None:
+    make_files(tmp_path, 2, 3000)
+    calls: list[int] = []
+
+    def respond(req: Request) -> FakeTurn:
+        calls.append(len(req.messages))
+        if any(p.name == "compaction" for p in req.system):
+            return FakeTurn("Goal: read both files. Next action: answer.")
+        if len(calls) == 1:
+            return FakeTurn("", [("Read", {"file_path": "mod00.py"}), ("Read", {"file_path": "mod01.py"})])
+        if len(calls) == 2:
+            return FakeTurn(error=ContextOverflowError("request exceeds", n_prompt=2100, n_ctx=1024))
+        return FakeTurn("Done.")
+
+    agent, rec, journal = make_agent(tmp_path, FakeProvider(respond), window=8192)
+    result = agent.run("read both files")
+    assert result.reason == "end_turn"
+    assert agent.governor.budget.window == 1024
+    assert [e.action for e in rec.of("context")] == ["compacted"]
+    assert len(journal.checkpoints) == 1
+    assert isinstance(agent.messages[0].content[0], TextBlock)
+    assert "read both files" in agent.messages[0].text
+
+
+def test_loud_overflow_twice_never_loops(tmp_path: Path) -> None:
+    provider = FakeProvider(lambda req: FakeTurn(error=ContextOverflowError("too long", n_ctx=512)))
+    agent, _, _ = make_agent(tmp_path, provider, window=8192)
+    result = agent.run("question")
+    assert result.reason == "context_overflow"
+    assert len(provider.requests) <= 2
+
+
+def test_results_are_capped(tmp_path: Path) -> None:
+    make_files(tmp_path, 1, 40_000)
+    provider = FakeProvider([FakeTurn("", [("Read", {"file_path": "mod00.py"})]), FakeTurn("long file")])
+    agent, rec, _ = make_agent(tmp_path, provider, window=4096)
+    agent.run("read mod00.py")
+    end = rec.of("tool_end")[0]
+    assert end.truncated
+    content = agent.messages[2].tool_results[0].content
+    assert "cut here to fit the context cap" in content
+    assert len(content) / 4 <= agent.governor.policy.cap_tokens(agent.governor.budget) * 1.05
+    assert isinstance(agent.messages[2].content[0], ToolResult)

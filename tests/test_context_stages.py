@@ -1,0 +1,200 @@
+"""Stages 1-3 as pure functions, and the properties every stage must keep (hypothesis)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from aforo.context.budget import Budget
+from aforo.context.compaction import (
+    OMITTED_OUTPUT,
+    CompactionError,
+    Piece,
+    assemble,
+    fit_summary_request,
+    keep_tail,
+    summary_request,
+    transcript_pieces,
+)
+from aforo.context.ledger import build_ledger, constraints_of
+from aforo.context.policy import Policy
+from aforo.context.stages import cap_text, clear_old_results
+from aforo.context.tokens import MessageEstimates, estimate_message, estimate_request, estimate_text
+from aforo.messages import CLEARED_NOTE, Message, TextBlock, ToolResult, ToolUse
+
+
+def test_budget_numbers_from_the_spec() -> None:
+    assert (Budget(4096).reserve, Budget(4096).available) == (1024, 3072)
+    assert Budget(16_000).reserve == 4000
+    assert Budget(32_768).reserve == 8192
+    assert Budget(4096, max_tokens=512).reserve == 512
+    assert Budget(2, max_tokens=1).available == 1
+
+
+def test_cap_keeps_head_and_tail_and_marks_the_cut() -> None:
+    text = "".join(f"line {i}\n" for i in range(5000))
+    capped = cap_text(text, 500)
+    assert capped.truncated and capped.removed_lines > 4000
+    assert capped.content.startswith("line 0\n") and capped.content.endswith("line 4999\n")
+    assert "cut here to fit the context cap of 500 tokens" in capped.content
+    assert estimate_text(capped.content) <= 500
+    assert cap_text("short", 500) == cap_text("short", 500)
+    assert not cap_text("short", 500).truncated
+
+
+def test_cap_is_in_real_tokens_when_calibrated() -> None:
+    text = "{" * 10_000
+    assert estimate_text(cap_text(text, 500, ratio=2.0).content) <= 250
+
+
+def _exchange(i: int, n_results: int) -> list[Message]:
+    uses = tuple(ToolUse(f"c{i}_{k}", "Read", {"file_path": f"f{i}_{k}.py"}) for k in range(n_results))
+    results = tuple(ToolResult(u.id, f"content {u.id} " * 50) for u in uses)
+    return [Message("assistant", uses), Message("user", results)]
+
+
+def test_clear_all_eligible_at_once_keeping_the_most_recent() -> None:
+    messages = [Message.user("task")]
+    for i in range(5):
+        messages += _exchange(i, 2)
+    out = clear_old_results(messages, keep=6)
+    assert out.count == 4
+    flat = [b for m in out.messages for b in m.content if isinstance(b, ToolResult)]
+    assert [b.cleared for b in flat] == [True] * 4 + [False] * 6
+    assert all(b.content == CLEARED_NOTE for b in flat[:4])
+    # The calls stay; only the content of the results goes. The input is not mutated.
+    assert [m.tool_uses for m in out.messages] == [m.tool_uses for m in messages]
+    assert not any(b.cleared for m in messages for b in m.content if isinstance(b, ToolResult))
+    assert clear_old_results(out.messages, keep=6).count == 0
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[Message]:
+    messages = [Message.user(draw(st.text(min_size=1, max_size=200)))]
+    for i in range(draw(st.integers(0, 12))):
+        if draw(st.booleans()):
+            messages += _exchange(i, draw(st.integers(1, 4)))
+        else:
+            messages.append(Message.assistant(draw(st.text(max_size=300)) or "ok"))
+            messages.append(Message.user(draw(st.text(min_size=1, max_size=100))))
+    return messages
+
+
+def pairs_intact(messages: list[Message]) -> bool:
+    if messages[0].role != "user" or messages[0].tool_results:
+        return False
+    for i, m in enumerate(messages):
+        if m.tool_uses:
+            if i + 1 >= len(messages):
+                return False
+            if {u.id for u in m.tool_uses} != {r.tool_use_id for r in messages[i + 1].tool_results}:
+                return False
+        if m.tool_results and (i == 0 or {r.tool_use_id for r in m.tool_results} - {
+            u.id for u in messages[i - 1].tool_uses
+        }):
+            return False
+    return True
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations(), st.integers(0, 8))
+def test_clearing_keeps_tool_pairs_atomic(messages: list[Message], keep: int) -> None:
+    out = clear_old_results(messages, keep)
+    assert pairs_intact(out.messages)
+    assert len(out.messages) == len(messages)
+
+
+@settings(max_examples=150, deadline=None)
+@given(conversations(), st.integers(100, 3000), st.booleans())
+def test_compacted_conversation_keeps_pairs_and_every_request(
+    messages: list[Message], tail_budget: int, mid_run: bool
+) -> None:
+    if mid_run and messages[-1].role != "user":
+        messages = [*messages, *_exchange(99, 1)]
+    ledger = build_ledger(messages)
+    tail = keep_tail(messages, tail_budget, estimate_message)
+    out = assemble(ledger, "Goal: x. Next action: y.", "cp-1", tail, mid_run=messages[-1].role == "user")
+    assert pairs_intact(out)
+    # Roles alternate, and mid-run the model is handed a user turn to act on.
+    assert all(a.role != b.role for a, b in zip(out, out[1:], strict=False))
+    assert out[-1].role == ("user" if messages[-1].role == "user" else "assistant")
+    for request in (m.text for m in messages if m.role == "user" and m.text.strip()):
+        assert request in out[0].text
+    assert build_ledger(out).requests == ledger.requests
+
+
+@settings(max_examples=100, deadline=None)
+@given(conversations(), st.integers(300, 4000))
+def test_summary_request_never_exceeds_available(messages: list[Message], available: int) -> None:
+    try:
+        request, tokens = fit_summary_request(
+            "m", messages, available=available, max_tokens=256, count=estimate_request
+        )
+    except CompactionError:
+        # Only what is never cut (the instructions, the user's words, the call markers) can make it
+        # impossible: the request with every shrinkable piece at its shortest still does not fit.
+        shortest = [
+            Piece(p.role, OMITTED_OUTPUT if p.shrinkable == "tool" else p.text[:300], "")
+            for p in transcript_pieces(messages)
+        ]
+        assert estimate_request(summary_request("m", shortest, 256, None)) > available
+        return
+    assert tokens == estimate_request(request) <= available
+    for m in messages:
+        if m.role == "user" and m.text.strip():
+            assert m.text in request.messages[0].text  # never cut
+
+
+def test_summary_request_drops_tool_output_oldest_first() -> None:
+    messages = [Message.user("find the bug")]
+    for i in range(6):
+        messages += _exchange(i, 1)
+    full = estimate_request(
+        fit_summary_request("m", messages, available=10**6, max_tokens=1, count=estimate_request)[0]
+    )
+    request, tokens = fit_summary_request(
+        "m", messages, available=full - 300, max_tokens=1, count=estimate_request
+    )
+    text = request.messages[0].text
+    assert tokens <= full - 300
+    assert "content c0_0" not in text and "content c5_0" in text
+    assert "[called Read" in text
+
+
+def test_ledger_constraints_and_evidence() -> None:
+    hard, soft = constraints_of("Find the bug. Never touch tests/. You should prefer small diffs.")
+    assert hard == ["Never touch tests/."] and soft == ["You should prefer small diffs."]
+    messages = [Message.user("Find the bug. Do not modify main.py."), *_exchange(0, 2)]
+    ledger = build_ledger(messages)
+    assert ledger.goal.startswith("Find the bug")
+    assert [e.source for e in ledger.evidence] == ["Read f0_0.py", "Read f0_1.py"]
+    missing = ledger.missing_from("Goal: find the bug. Evidence: f0_0.py")
+    assert "evidence: Read f0_1.py" in missing
+    assert "constraint: Do not modify main.py." in missing
+
+
+def test_estimates_cache_agrees_with_the_whole_request() -> None:
+    messages = [Message.user("a" * 13), Message.assistant("b" * 7), *_exchange(1, 3)]
+    cache = MessageEstimates()
+    assert cache.total(messages) == cache.total(messages)
+    from aforo.messages import Request
+
+    req = Request("m", (), (), tuple(messages), 10)
+    assert cache.total(messages) == estimate_request(req)
+
+
+def test_policy_validation() -> None:
+    import pytest
+
+    with pytest.raises(ValueError, match="clear_at"):
+        Policy(clear_at=0.9, compact_at=0.5)
+    assert Policy().cap_tokens(Budget(4096)) == 614
+    assert Policy().cap_tokens(Budget(1_000_000, max_tokens=8192)) == 25_000
+
+
+def test_transcript_marks_cleared_results_unshrinkable() -> None:
+    msgs = [Message.user("t"), *_exchange(0, 1)]
+    cleared = clear_old_results(msgs, keep=0).messages
+    pieces = transcript_pieces(cleared)
+    assert pieces[-1].shrinkable == ""
+    assert isinstance(cleared[0].content[0], TextBlock)

@@ -1,0 +1,77 @@
+"""The seed's growth rule (SPEC §4) on the seed's own numbers, and generation-time loss (issue 5 item 6)."""
+
+from __future__ import annotations
+
+import pytest
+
+from aforo.context.overflow import (
+    OVERFLOW_GROWTH_RATIO,
+    OVERFLOW_MIN_FIRST,
+    OVERFLOW_MIN_GROWTH,
+    OVERFLOW_MIN_GROWTH_COMPACT,
+    generation_overflow,
+    looks_truncated,
+)
+from aforo.context.tokens import Sample
+
+
+def test_constants_are_the_seeds() -> None:
+    assert (OVERFLOW_GROWTH_RATIO, OVERFLOW_MIN_GROWTH, OVERFLOW_MIN_GROWTH_COMPACT, OVERFLOW_MIN_FIRST) == (
+        0.1,
+        200,
+        50,
+        500,
+    )
+
+
+def test_growth_of_about_600_per_turn_is_not_truncation() -> None:
+    # New messages of ~550 estimated tokens, the reported prompt grows ~600: ratio 1.1.
+    prev = Sample(3000, 2750)
+    assert not looks_truncated(prev, Sample(3600, 3300))
+    assert not looks_truncated(Sample(3600, 3300), Sample(4205, 3850))
+
+
+@pytest.mark.parametrize("growth", [-36, 16, 14, 21])
+def test_the_seeds_truncated_growths_are_caught(growth: int) -> None:
+    # Measured on Ollama once the window was full: the estimate kept growing ~550, the report did not.
+    prev = Sample(3700, 4500)
+    cur = Sample(3700 + growth, 5050)
+    assert (cur.tokens - prev.tokens) / (cur.estimate - prev.estimate) < 0.04
+    assert looks_truncated(prev, cur)
+
+
+def test_whitespace_growth_of_022_is_not_truncation() -> None:
+    # The lowest clean ratio the seed saw: repeated whitespace, 0.22 tokens per estimated token.
+    assert not looks_truncated(Sample(2000, 2000), Sample(2000 + 220, 3000))
+
+
+def test_growth_under_the_minimum_is_not_decided() -> None:
+    prev = Sample(3700, 4500)
+    assert not looks_truncated(prev, Sample(3700, 4500 + OVERFLOW_MIN_GROWTH - 1))
+    assert looks_truncated(prev, Sample(3700, 4500 + OVERFLOW_MIN_GROWTH))
+
+
+def test_compaction_uses_a_smaller_minimum_growth() -> None:
+    prev, cur = Sample(3000, 3000), Sample(3002, 3080)
+    assert not looks_truncated(prev, cur)
+    assert looks_truncated(prev, cur, OVERFLOW_MIN_GROWTH_COMPACT)
+
+
+@pytest.mark.parametrize("estimate", [3975, 17701])
+def test_a_first_request_reporting_63_is_truncated(estimate: int) -> None:
+    assert looks_truncated(None, Sample(63, estimate))
+
+
+def test_small_first_requests_and_missing_usage_are_not_decided() -> None:
+    assert not looks_truncated(None, Sample(63, OVERFLOW_MIN_FIRST - 1))
+    assert not looks_truncated(None, Sample(900, 1000))
+    assert not looks_truncated(Sample(3700, 4500), Sample(0, 9000))
+    assert not looks_truncated(None, Sample(0, 9000))
+
+
+def test_generation_overflow_is_prompt_plus_completion_over_the_window() -> None:
+    # llama-server --context-shift reported total_tokens 4566 with n_ctx 4096.
+    assert generation_overflow(3900, 666, 4096)
+    assert not generation_overflow(3072, 1024, 4096)
+    assert generation_overflow(3073, 1024, 4096)
+    assert not generation_overflow(0, 0, 4096)

@@ -1,0 +1,98 @@
+"""Server detection against real local servers speaking each dialect, with and without /v1."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from dialects.servers_apps import (
+    generic_app,
+    litellm_app,
+    llamacpp_app,
+    lmstudio_app,
+    ollama_app,
+    tgi_app,
+    vllm_app,
+)
+from support.live_server import LiveServer, free_port
+
+from aforo.errors import ConfigError
+from aforo.servers.detect import detect_server, normalize_base_url
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client() as c:
+        yield c
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://127.0.0.1:8080", "http://127.0.0.1:8080/", "http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1/"],
+)
+def test_normalize_base_url_accepts_root_or_v1(url: str) -> None:
+    assert normalize_base_url(url) == ("http://127.0.0.1:8080", "http://127.0.0.1:8080/v1")
+
+
+def test_normalize_base_url_keeps_a_path_prefix_and_adds_a_scheme() -> None:
+    assert normalize_base_url("https://h/proxy/v1") == ("https://h/proxy", "https://h/proxy/v1")
+    assert normalize_base_url("localhost:11434") == ("http://localhost:11434", "http://localhost:11434/v1")
+    with pytest.raises(ConfigError):
+        normalize_base_url("  ")
+
+
+APPS: list[tuple[str, Any]] = [
+    ("ollama", lambda: ollama_app(version="0.12.6")),
+    ("llama.cpp", lambda: llamacpp_app()),
+    ("vllm", lambda: vllm_app()),
+    ("lmstudio", lambda: lmstudio_app()),
+    ("litellm", lambda: litellm_app()),
+    ("tgi", lambda: tgi_app()),
+    ("openai", lambda: generic_app()),
+]
+
+
+@pytest.mark.parametrize(("kind", "make_app"), APPS, ids=[k for k, _ in APPS])
+@pytest.mark.parametrize("suffix", ["", "/v1", "/v1/"])
+def test_detects_each_kind_with_or_without_v1(client: httpx.Client, kind: str, make_app: Any, suffix: str) -> None:
+    with LiveServer(make_app()) as server:
+        info = detect_server(client, server.url + suffix)
+    assert info.kind == kind
+    assert info.root_url == server.url
+    assert info.v1_url == f"{server.url}/v1"
+
+
+def test_detection_reads_version_and_models(client: httpx.Client) -> None:
+    with LiveServer(ollama_app(version="0.13.1", models=("a:latest", "b:7b"))) as server:
+        info = detect_server(client, server.url)
+    assert info.version == "0.13.1"
+    assert info.models == ["a:latest", "b:7b"]
+    with LiveServer(vllm_app(model="org/model")) as server:
+        info = detect_server(client, server.url)
+    assert (info.version, info.models) == ("0.6.3", ["org/model"])
+
+
+def test_hint_overrides_detection(client: httpx.Client) -> None:
+    with LiveServer(llamacpp_app()) as server:
+        info = detect_server(client, server.url, hint="openai")
+    assert info.kind == "openai"
+    # The generic catalog still sees nothing of llama-server's /props, but its /v1/models has meta only.
+    assert info.window_detail == ""
+
+
+def test_hint_of_the_right_kind_still_reads_the_window(client: httpx.Client) -> None:
+    with LiveServer(llamacpp_app(n_ctx=2048)) as server:
+        info = detect_server(client, server.url, hint="llama.cpp")
+    assert (info.kind, info.served_window, info.window_detail) == ("llama.cpp", 2048, "llama.cpp /props n_ctx")
+
+
+def test_unknown_hint_is_a_config_error(client: httpx.Client) -> None:
+    with pytest.raises(ConfigError, match="--server"):
+        detect_server(client, "http://127.0.0.1:1", hint="kobold")
+
+
+def test_nothing_listening_is_a_generic_server_not_a_crash(client: httpx.Client) -> None:
+    info = detect_server(client, f"http://127.0.0.1:{free_port()}/v1")
+    assert (info.kind, info.served_window, info.models) == ("openai", None, [])

@@ -1,0 +1,215 @@
+"""Read and LS against real files, including hostile ones (binary, huge, invalid UTF-8, FIFOs, devices)."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from aforo.errors import ToolError
+from aforo.protocols import ToolContext
+from aforo.tools import LS, Read
+from aforo.tools.read_tool import MAX_LINE_CHARS
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+def read(ws: Path, max_chars: int | None = None, **args: object) -> str:
+    return Read().run(dict(args), ToolContext(workspace=ws, max_chars=max_chars)).content
+
+
+def test_lines_are_numbered_like_cat_n(ws: Path) -> None:
+    (ws / "a.txt").write_text("alpha\nbeta\n")
+    assert read(ws, file_path="a.txt") == "     1\talpha\n     2\tbeta"
+
+
+def test_last_line_without_newline_and_crlf(ws: Path) -> None:
+    (ws / "a.txt").write_bytes(b"one\r\ntwo\r\nthree")
+    assert read(ws, file_path="a.txt") == "     1\tone\n     2\ttwo\n     3\tthree"
+
+
+def test_offset_and_limit_say_the_total_and_how_to_go_on(ws: Path) -> None:
+    (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
+    out = read(ws, file_path="a.txt", offset=3, limit=2)
+    assert out.splitlines()[:2] == ["     3\tline 3", "     4\tline 4"]
+    assert "of 10" in out
+    assert "offset=5" in out
+
+
+def test_whole_file_has_no_partial_note(ws: Path) -> None:
+    (ws / "a.txt").write_text("x\ny\n")
+    assert "showing" not in read(ws, file_path="a.txt")
+
+
+def test_offset_past_the_end(ws: Path) -> None:
+    (ws / "a.txt").write_text("x\ny\n")
+    out = Read().run({"file_path": "a.txt", "offset": 9}, ToolContext(workspace=ws))
+    assert not out.is_error
+    assert "2 lines" in out.content and "past the end" in out.content
+
+
+def test_empty_file(ws: Path) -> None:
+    (ws / "empty.txt").write_text("")
+    assert "empty" in read(ws, file_path="empty.txt")
+
+
+def test_huge_file_reads_only_the_window(ws: Path) -> None:
+    n = 300_000
+    (ws / "big.txt").write_text("".join(f"row {i}\n" for i in range(1, n + 1)))
+    out = read(ws, file_path="big.txt", offset=250_000, limit=3)
+    lines = out.splitlines()
+    assert lines[:3] == ["250000\trow 250000", "250001\trow 250001", "250002\trow 250002"]
+    assert f"of {n}" in out and "offset=250003" in out
+
+
+def test_default_limit_is_applied(ws: Path) -> None:
+    (ws / "big.txt").write_text("".join(f"{i}\n" for i in range(5000)))
+    out = Read(default_limit=100).run({"file_path": "big.txt"}, ToolContext(workspace=ws)).content
+    assert out.count("\n") == 100  # 100 lines and one note
+    assert "of 5000" in out and "offset=101" in out
+
+
+def test_sparse_gigabyte_file_is_not_scanned_to_the_end(ws: Path) -> None:
+    big = ws / "sparse.log"
+    with big.open("wb") as f:
+        f.write(b"head 1\nhead 2\n" + b"x" * 10_000 + b"\n")
+        f.truncate(1 << 30)  # NUL bytes after the first 8 KiB: not seen by the binary sniff
+    out = read(ws, file_path="sparse.log", limit=2)
+    assert out.splitlines()[:2] == ["     1\thead 1", "     2\thead 2"]
+    assert "at least" in out
+
+
+def test_long_lines_are_cut(ws: Path) -> None:
+    (ws / "min.js").write_text("a" * 50_000 + "\nnext\n")
+    out = read(ws, file_path="min.js")
+    first, second = out.splitlines()[:2]
+    assert len(first) < MAX_LINE_CHARS + 100 and "line cut" in first
+    assert second == "     2\tnext"
+
+
+def test_a_multibyte_character_split_by_the_cut_is_not_invalid_utf8(ws: Path) -> None:
+    (ws / "wide.txt").write_text("é" * 10_000 + "\n")
+    out = read(ws, file_path="wide.txt")
+    assert "not valid UTF-8" not in out and "line cut" in out
+
+
+def test_binary_file_is_an_error(ws: Path) -> None:
+    (ws / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)))
+    with pytest.raises(ToolError, match="binary file"):
+        read(ws, file_path="img.png")
+
+
+def test_invalid_utf8_is_replaced_with_a_note(ws: Path) -> None:
+    (ws / "latin1.txt").write_bytes("caf\xe9 ol\xe9\n".encode("latin-1"))
+    out = read(ws, file_path="latin1.txt")
+    assert "caf\ufffd ol\ufffd" in out
+    assert "not valid UTF-8" in out
+
+
+def test_max_chars_stops_early_and_says_where_to_continue(ws: Path) -> None:
+    (ws / "a.txt").write_text("".join(f"{'x' * 90} {i}\n" for i in range(1, 1001)))
+    out = read(ws, max_chars=1000, file_path="a.txt")
+    assert len(out) < 3000
+    assert "of 1000" in out and "offset=" in out
+
+
+@pytest.mark.timeout(10)
+def test_fifo_is_refused_without_blocking(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    with pytest.raises(ToolError, match="FIFO"):
+        read(ws, file_path="pipe")
+
+
+def test_socket_is_refused(tmp_path: Path) -> None:
+    ws = tmp_path
+    path = ws / "s.sock"
+    if len(str(path)) > 100:
+        pytest.skip("temp path too long for an AF_UNIX socket")
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(path))
+        with pytest.raises(ToolError, match="socket"):
+            read(ws, file_path="s.sock")
+    finally:
+        server.close()
+
+
+@pytest.mark.timeout(10)
+def test_device_through_a_symlink_is_refused(ws: Path) -> None:
+    (ws / "zero").symlink_to("/dev/zero")
+    with pytest.raises(ToolError, match="outside the workspace"):
+        read(ws, file_path="zero")
+
+
+def test_directory_is_refused(ws: Path) -> None:
+    (ws / "src").mkdir()
+    with pytest.raises(ToolError, match="directory"):
+        read(ws, file_path="src")
+
+
+def test_missing_file_says_how_to_find_it(ws: Path) -> None:
+    with pytest.raises(ToolError, match=r"does not exist.*Glob"):
+        read(ws, file_path="nope.py")
+
+
+def test_escaping_symlink_is_refused_and_nothing_is_read(ws: Path) -> None:
+    secret = ws.parent / "secret.txt"
+    secret.write_text("TOKEN=hunter2\n")
+    (ws / "innocent.txt").symlink_to(secret)
+    with pytest.raises(ToolError) as err:
+        read(ws, file_path="innocent.txt")
+    assert "hunter2" not in str(err.value)
+
+
+# --- LS -------------------------------------------------------------------------------------------
+
+
+def ls(ws: Path, **args: object) -> str:
+    return LS().run(dict(args), ToolContext(workspace=ws)).content
+
+
+def test_ls_sorted_with_dirs_marked(ws: Path) -> None:
+    (ws / "b.txt").write_text("")
+    (ws / "a").mkdir()
+    (ws / "c.py").write_text("")
+    (ws / ".env").write_text("")
+    assert ls(ws).splitlines()[1:] == [".env", "a/", "b.txt", "c.py"]
+
+
+def test_ls_subdir_and_symlinks(ws: Path) -> None:
+    (ws / "src").mkdir()
+    (ws / "src" / "m.py").write_text("")
+    (ws / "src" / "up").symlink_to(ws.parent, target_is_directory=True)
+    out = ls(ws, path="src")
+    assert out.splitlines()[0].startswith("src/")
+    assert "m.py" in out and f"up -> {ws.parent}" in out
+
+
+def test_ls_caps_entries(ws: Path) -> None:
+    for i in range(20):
+        (ws / f"f{i:02}").write_text("")
+    out = LS(max_entries=5).run({}, ToolContext(workspace=ws)).content
+    assert "f04" in out and "f05" not in out
+    assert "15 more entries" in out
+
+
+def test_ls_refuses_files_and_outside(ws: Path) -> None:
+    (ws / "a.txt").write_text("")
+    with pytest.raises(ToolError, match="not a directory"):
+        ls(ws, path="a.txt")
+    with pytest.raises(ToolError, match="outside the workspace"):
+        ls(ws, path="..")
+
+
+@pytest.mark.timeout(10)
+def test_ls_on_a_fifo_does_not_block(ws: Path) -> None:
+    os.mkfifo(ws / "pipe")
+    with pytest.raises(ToolError, match="not a directory"):
+        ls(ws, path="pipe")

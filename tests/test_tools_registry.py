@@ -1,0 +1,149 @@
+"""The registry turns every kind of bad call into an is_error output the model can act on."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aforo.errors import ToolError
+from aforo.protocols import ToolContext, ToolOutput
+from aforo.tools import ToolRegistry, default_registry
+
+
+class Probe:
+    """A tool that records its context and can fail on demand."""
+
+    name = "Probe"
+    description = "test tool"
+
+    def __init__(self) -> None:
+        self.input_schema: dict[str, Any] = {
+            "type": "object",
+            "properties": {"fail": {"enum": ["tool", "bug"]}, "n": {"type": "integer"}},
+            "additionalProperties": False,
+        }
+        self.seen: list[ToolContext] = []
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        self.seen.append(ctx)
+        if args.get("fail") == "tool":
+            raise ToolError("the file is gone; use Glob")
+        if args.get("fail") == "bug":
+            raise KeyError("oops")
+        return ToolOutput(f"ok {args.get('n')}")
+
+
+@pytest.fixture
+def probe() -> Probe:
+    return Probe()
+
+
+@pytest.fixture
+def registry(tmp_path: Path, probe: Probe) -> ToolRegistry:
+    return ToolRegistry([probe], tmp_path)
+
+
+def test_default_registry_specs_and_names(tmp_path: Path) -> None:
+    reg = default_registry(tmp_path)
+    assert reg.names == frozenset({"Glob", "Grep", "Read", "LS"})
+    for spec in reg.specs:
+        assert spec.input_schema["type"] == "object"
+        assert spec.input_schema["additionalProperties"] is False
+        assert spec.description
+
+
+def test_success_passes_workspace_and_max_chars(registry: ToolRegistry, probe: Probe, tmp_path: Path) -> None:
+    out = registry.execute("Probe", '{"n": 3}', max_chars=1234)
+    assert out == ToolOutput("ok 3")
+    assert probe.seen == [ToolContext(workspace=tmp_path, max_chars=1234)]
+
+
+def test_dict_and_empty_arguments(registry: ToolRegistry) -> None:
+    assert registry.execute("Probe", {"n": 1}).content == "ok 1"
+    assert registry.execute("Probe", "").content == "ok None"
+
+
+def test_unknown_tool_names_the_available_ones(registry: ToolRegistry) -> None:
+    out = registry.execute("Write", "{}")
+    assert out.is_error
+    assert "Write" in out.content and "Probe" in out.content
+
+
+def test_malformed_json_quotes_the_error(registry: ToolRegistry, probe: Probe) -> None:
+    out = registry.execute("Probe", '{"n": 3')
+    assert out.is_error
+    assert "Malformed JSON" in out.content and '{"n": 3' in out.content
+    assert probe.seen == []
+
+
+def test_json_that_is_not_an_object(registry: ToolRegistry) -> None:
+    out = registry.execute("Probe", "[1, 2]")
+    assert out.is_error and "JSON object" in out.content
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [({"n": "three"}, "'n'"), ({"extra": 1}, "'extra'"), ({"fail": "nope"}, "'fail'")],
+)
+def test_schema_violation_names_the_field_and_the_schema(
+    registry: ToolRegistry, probe: Probe, arguments: dict[str, Any], field: str
+) -> None:
+    out = registry.execute("Probe", json.dumps(arguments))
+    assert out.is_error
+    assert field in out.content
+    assert "Expected: Probe(fail?: " in out.content
+    assert probe.seen == []
+
+
+def test_missing_required_field(tmp_path: Path) -> None:
+    out = default_registry(tmp_path).execute("Read", "{}")
+    assert out.is_error
+    assert "'file_path' is a required property" in out.content
+    assert "Read(file_path: string" in out.content
+
+
+def test_bool_is_not_an_integer(tmp_path: Path) -> None:
+    out = default_registry(tmp_path).execute("Read", {"file_path": "a", "limit": True})
+    assert out.is_error and "'limit'" in out.content
+
+
+def test_tool_error_becomes_is_error(registry: ToolRegistry) -> None:
+    out = registry.execute("Probe", {"fail": "tool"})
+    assert out == ToolOutput("Probe: the file is gone; use Glob", is_error=True)
+
+
+def test_a_bug_in_a_tool_never_raises(registry: ToolRegistry) -> None:
+    out = registry.execute("Probe", {"fail": "bug"})
+    assert out.is_error
+    assert out.content.startswith("internal error in tool Probe: KeyError")
+
+
+def test_duplicate_names_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="Probe"):
+        ToolRegistry([Probe(), Probe()], tmp_path)
+
+
+def test_outside_path_through_the_registry(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "secret.txt").write_text("TOKEN\n")
+    reg = default_registry(tmp_path / "ws")
+    for name, args in [
+        ("Read", {"file_path": "../secret.txt"}),
+        ("Read", {"file_path": str(tmp_path / "secret.txt")}),
+        ("Grep", {"pattern": "TOKEN", "path": ".."}),
+        ("Glob", {"pattern": "*", "path": str(tmp_path)}),
+        ("LS", {"path": "/"}),
+    ]:
+        out = reg.execute(name, args)
+        assert out.is_error, name
+        assert "outside the workspace" in out.content
+        assert "TOKEN" not in out.content
+
+
+def test_end_to_end_read_through_the_registry(tmp_path: Path) -> None:
+    (tmp_path / "notes.md").write_text("hello\n")
+    out = default_registry(tmp_path).execute("Read", '{"file_path": "notes.md"}')
+    assert out == ToolOutput("     1\thello")
