@@ -45,7 +45,7 @@ def test_end_turn_after_tool_calls(tmp_path: Path) -> None:
     assert "".join(e.text for e in rec.of("text_delta")) == "Both files define small functions."
     well_formed(agent.messages)
     # Results come back in the order the model asked for them, whatever finished first.
-    reads = agent.messages[3].tool_results
+    reads = agent.messages[4].tool_results
     assert "mod00.py" in reads[0].content and "mod01.py" in reads[1].content
 
 
@@ -171,13 +171,13 @@ def test_loud_overflow_adopts_window_compacts_once_and_retries_once(tmp_path: Pa
         if len(calls) == 1:
             return FakeTurn("", [("Read", {"file_path": "mod00.py"}), ("Read", {"file_path": "mod01.py"})])
         if len(calls) == 2:
-            return FakeTurn(error=ContextOverflowError("request exceeds", n_prompt=2100, n_ctx=1024))
+            return FakeTurn(error=ContextOverflowError("request exceeds", n_prompt=2600, n_ctx=2048))
         return FakeTurn("Done.")
 
     agent, rec, journal = make_agent(tmp_path, FakeProvider(respond), window=8192)
     result = agent.run("read both files")
     assert result.reason == "end_turn"
-    assert agent.governor.budget.window == 1024
+    assert agent.governor.budget.window == 2048
     assert [e.action for e in rec.of("context")] == ["compacted"]
     assert len(journal.checkpoints) == 1
     assert isinstance(agent.messages[0].content[0], TextBlock)

@@ -89,9 +89,9 @@ def pairs_intact(messages: list[Message]) -> bool:
                 return False
             if {u.id for u in m.tool_uses} != {r.tool_use_id for r in messages[i + 1].tool_results}:
                 return False
-        if m.tool_results and (i == 0 or {r.tool_use_id for r in m.tool_results} - {
-            u.id for u in messages[i - 1].tool_uses
-        }):
+        if m.tool_results and (
+            i == 0 or {r.tool_use_id for r in m.tool_results} - {u.id for u in messages[i - 1].tool_uses}
+        ):
             return False
     return True
 

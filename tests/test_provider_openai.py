@@ -159,9 +159,9 @@ def test_a_json_completion_to_a_streaming_request_is_accepted(serve: Serve) -> N
     provider, _ = serve(Reply(text="Reading both.", calls=calls, json=True, prompt_tokens=77))
     events = run(provider)
     assert [e.text for e in events if isinstance(e, StreamText)] == ["Reading both."]
-    calls = [e for e in events if isinstance(e, StreamToolCall)]
-    assert [e.arguments for e in calls] == ['{"file_path": "a.py"}', '{"file_path": "b.py"}']
-    assert calls[0].id != calls[1].id
+    got = [e for e in events if isinstance(e, StreamToolCall)]
+    assert [e.arguments for e in got] == ['{"file_path": "a.py"}', '{"file_path": "b.py"}']
+    assert got[0].id != got[1].id
     end = end_of(events)
     assert (end.stop_reason, end.usage.input_tokens) == ("tool_use", 77)
 
@@ -235,6 +235,13 @@ def test_llama_server_500_context_exceeded_is_an_overflow_not_a_retry(serve: Ser
 def test_an_overflow_error_chunk_inside_a_200_stream_is_an_overflow(serve: Serve) -> None:
     chunk = {"error": {"code": 500, "message": "Context size has been exceeded.", "type": "server_error"}}
     provider, _ = serve(Raw(f"data: {json.dumps(chunk)}\n\n"))
+    with pytest.raises(ContextOverflowError):
+        run(provider)
+
+
+def test_an_error_object_in_a_json_200_answer_is_mapped(serve: Serve) -> None:
+    body = json.dumps({"error": {"code": 500, "message": "Context size has been exceeded."}})
+    provider, _ = serve(Raw(body, content_type="application/json"))
     with pytest.raises(ContextOverflowError):
         run(provider)
 

@@ -7,6 +7,9 @@ from typing import Any
 
 import httpx
 import pytest
+
+from aforo.errors import ConfigError
+from aforo.servers.detect import detect_server, normalize_base_url
 from dialects.servers_apps import (
     generic_app,
     litellm_app,
@@ -18,9 +21,6 @@ from dialects.servers_apps import (
 )
 from support.live_server import LiveServer, free_port
 
-from aforo.errors import ConfigError
-from aforo.servers.detect import detect_server, normalize_base_url
-
 
 @pytest.fixture
 def client() -> Iterator[httpx.Client]:
@@ -30,7 +30,12 @@ def client() -> Iterator[httpx.Client]:
 
 @pytest.mark.parametrize(
     "url",
-    ["http://127.0.0.1:8080", "http://127.0.0.1:8080/", "http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1/"],
+    [
+        "http://127.0.0.1:8080",
+        "http://127.0.0.1:8080/",
+        "http://127.0.0.1:8080/v1",
+        "http://127.0.0.1:8080/v1/",
+    ],
 )
 def test_normalize_base_url_accepts_root_or_v1(url: str) -> None:
     assert normalize_base_url(url) == ("http://127.0.0.1:8080", "http://127.0.0.1:8080/v1")
@@ -56,7 +61,9 @@ APPS: list[tuple[str, Any]] = [
 
 @pytest.mark.parametrize(("kind", "make_app"), APPS, ids=[k for k, _ in APPS])
 @pytest.mark.parametrize("suffix", ["", "/v1", "/v1/"])
-def test_detects_each_kind_with_or_without_v1(client: httpx.Client, kind: str, make_app: Any, suffix: str) -> None:
+def test_detects_each_kind_with_or_without_v1(
+    client: httpx.Client, kind: str, make_app: Any, suffix: str
+) -> None:
     with LiveServer(make_app()) as server:
         info = detect_server(client, server.url + suffix)
     assert info.kind == kind
@@ -85,7 +92,11 @@ def test_hint_overrides_detection(client: httpx.Client) -> None:
 def test_hint_of_the_right_kind_still_reads_the_window(client: httpx.Client) -> None:
     with LiveServer(llamacpp_app(n_ctx=2048)) as server:
         info = detect_server(client, server.url, hint="llama.cpp")
-    assert (info.kind, info.served_window, info.window_detail) == ("llama.cpp", 2048, "llama.cpp /props n_ctx")
+    assert (info.kind, info.served_window, info.window_detail) == (
+        "llama.cpp",
+        2048,
+        "llama.cpp /props n_ctx",
+    )
 
 
 def test_unknown_hint_is_a_config_error(client: httpx.Client) -> None:

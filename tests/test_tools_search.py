@@ -11,7 +11,7 @@ import pytest
 from aforo.errors import ToolError
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import Glob, Grep
-from aforo.tools.ripgrep import rg_binary
+from aforo.tools.ripgrep import RgProcess, rg_binary
 
 
 @pytest.fixture(params=["no-git", "git"])
@@ -199,3 +199,13 @@ def test_grep_max_chars_keeps_output_small(tmp_path: Path) -> None:
 def test_grep_long_lines_are_shortened_by_rg(tmp_path: Path) -> None:
     (tmp_path / "min.js").write_text("needle" + "x" * 100_000 + "\n")
     assert len(grep(tmp_path, pattern="needle").content) < 2000
+
+
+@pytest.mark.timeout(20)
+def test_rg_is_killed_at_its_deadline(tmp_path: Path) -> None:
+    # rg blocks opening a FIFO named on its command line: a hermetic stand-in for a slow search.
+    os.mkfifo(tmp_path / "pipe")
+    with RgProcess(["-e", "x", "--", "pipe"], tmp_path, timeout=0.5) as proc:
+        assert list(proc.records()) == []
+    outcome = proc.finish()
+    assert outcome.timed_out and not outcome.failed

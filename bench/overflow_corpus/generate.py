@@ -172,7 +172,12 @@ def session(
     while len(turns) < 60:
         new = new_part(rng, scale)
         crossing = window is not None and total(msgs + new)[1] > window and not turns[-1]["truncated"]
-        if crossing and mode == "first_crossing_small" and not fit_crossing(rng, msgs, new, window):
+        if (
+            crossing
+            and window
+            and mode == "first_crossing_small"
+            and not fit_crossing(rng, msgs, new, window)
+        ):
             return None
         msgs = msgs + new
         turns.append(turn(rng, msgs, new, mode, window))

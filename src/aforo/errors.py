@@ -1,17 +1,17 @@
 """aforo's exception tree. Third-party errors are translated once, at the boundary, into these.
 
-    AforoError
-    ├── ConfigError            bad configuration or flags (exit 2)
-    ├── ProviderError          the model server failed; `retryable` says whether trying again may help
-    │   ├── ConnectError       nothing listens at the base URL
-    │   ├── ProviderTimeout    the server did not answer in time
-    │   ├── HTTPStatusError    an HTTP error answer that is not an overflow
-    │   ├── ProtocolError      a malformed body or stream (non-JSON, no finish reason, empty stream)
-    │   └── ContextOverflowError  the server said the prompt does not fit (every dialect maps here)
-    ├── ToolError              a tool refused or failed; becomes an is_error tool_result, never a crash
-    ├── StoreError             a checkpoint/session/telemetry read or write failed
-    │   └── QuotaExceeded      a write would exceed the state quota
-    └── RejectedError          the governor refused to send a request that cannot fit (nothing was sent)
+AforoError
+├── ConfigError            bad configuration or flags (exit 2)
+├── ProviderError          the model server failed; `retryable` says whether trying again may help
+│   ├── ConnectError       nothing listens at the base URL
+│   ├── ProviderTimeout    the server did not answer in time
+│   ├── HTTPStatusError    an HTTP error answer that is not an overflow
+│   ├── ProtocolError      a malformed body or stream (non-JSON, no finish reason, empty stream)
+│   └── ContextOverflowError  the server said the prompt does not fit (every dialect maps here)
+├── ToolError              a tool refused or failed; becomes an is_error tool_result, never a crash
+├── StoreError             a checkpoint/session/telemetry read or write failed
+│   └── QuotaExceeded      a write would exceed the state quota
+└── RejectedError          the governor refused to send a request that cannot fit (nothing was sent)
 """
 
 from __future__ import annotations

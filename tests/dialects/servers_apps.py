@@ -65,23 +65,32 @@ def _completion(prompt_tokens: int) -> JSONResponse:
             "choices": [
                 {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "length"}
             ],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": 1, "total_tokens": prompt_tokens + 1},
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": 1,
+                "total_tokens": prompt_tokens + 1,
+            },
         }
     )
 
 
 def silent_completion(tokens: int, window: int, overflow: str) -> JSONResponse:
-    """A server that never refuses: too long a prompt is cut ('truncate' keeps the newest `window`
-    tokens and reports those) or collapses to a tiny constant ('collapse')."""
+    """Too long a prompt is cut ('truncate' keeps the newest `window` tokens and reports those),
+    collapses to a tiny constant ('collapse'), or is refused with Ollama's words, which carry no
+    numbers ('error')."""
     if tokens <= window:
         return _completion(tokens)
+    if overflow == "error":
+        return JSONResponse({"error": "the input length exceeds the context length"}, status_code=400)
     return _completion(window if overflow == "truncate" else COLLAPSE_TOKENS)
 
 
 # --- llama-server --------------------------------------------------------------------------------------
 
 
-def llamacpp_app(n_ctx: int = 4096, *, input_tokens: bool = True, model: str = "qwen2.5-coder-0.5b.gguf") -> Starlette:
+def llamacpp_app(
+    n_ctx: int = 4096, *, input_tokens: bool = True, model: str = "qwen2.5-coder-0.5b.gguf"
+) -> Starlette:
     async def props(request: Request) -> Response:
         return JSONResponse(
             {
@@ -94,7 +103,12 @@ def llamacpp_app(n_ctx: int = 4096, *, input_tokens: bool = True, model: str = "
 
     async def models(request: Request) -> Response:
         meta = {"n_ctx_train": 32768, "n_ctx": n_ctx, "n_vocab": 151936}
-        return JSONResponse({"object": "list", "data": [{"id": model, "object": "model", "owned_by": "llamacpp", "meta": meta}]})
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": [{"id": model, "object": "model", "owned_by": "llamacpp", "meta": meta}],
+            }
+        )
 
     async def count(request: Request) -> Response:
         if not input_tokens:
@@ -115,8 +129,17 @@ def llamacpp_app(n_ctx: int = 4096, *, input_tokens: bool = True, model: str = "
         body = await _body(request)
         tokens = chat_tokens(body)
         if tokens > n_ctx:
-            message = f"request ({tokens} tokens) exceeds the available context size ({n_ctx} tokens), try increasing it"
-            error = {"code": 400, "message": message, "type": "exceed_context_size_error", "n_prompt_tokens": tokens, "n_ctx": n_ctx}
+            message = (
+                f"request ({tokens} tokens) exceeds the available context size ({n_ctx} tokens),"
+                " try increasing it"
+            )
+            error = {
+                "code": 400,
+                "message": message,
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": tokens,
+                "n_ctx": n_ctx,
+            }
             return JSONResponse({"error": error}, status_code=400)
         return _completion(tokens)
 
@@ -138,13 +161,21 @@ def llamacpp_app(n_ctx: int = 4096, *, input_tokens: bool = True, model: str = "
 
 def vllm_app(max_model_len: int = 8192, model: str = "Qwen/Qwen2.5-7B-Instruct") -> Starlette:
     async def models(request: Request) -> Response:
-        entry = {"id": model, "object": "model", "owned_by": "vllm", "root": model, "max_model_len": max_model_len}
+        entry = {
+            "id": model,
+            "object": "model",
+            "owned_by": "vllm",
+            "root": model,
+            "max_model_len": max_model_len,
+        }
         return JSONResponse({"object": "list", "data": [entry]})
 
     async def tokenize(request: Request) -> Response:
         body = await _body(request)
         if "messages" not in body:
-            return JSONResponse({"object": "error", "message": "prompt or messages required"}, status_code=400)
+            return JSONResponse(
+                {"object": "error", "message": "prompt or messages required"}, status_code=400
+            )
         count = chat_tokens(body)
         return JSONResponse({"count": count, "max_model_len": max_model_len, "tokens": list(range(count))})
 
@@ -176,7 +207,9 @@ def tgi_app(max_input_tokens: int = 4095, max_total_tokens: int = 4096) -> Starl
     async def chat_tokenize(request: Request) -> Response:
         body = await _body(request)
         text = render_chat(body)
-        tokens = [{"id": i, "text": t, "start": 0, "stop": 0} for i, t in enumerate(["<s>", *toy_tokens(text)])]
+        tokens = [
+            {"id": i, "text": t, "start": 0, "stop": 0} for i, t in enumerate(["<s>", *toy_tokens(text)])
+        ]
         return JSONResponse({"tokenize_response": tokens, "templated_text": text})
 
     models = {"object": "list", "data": [{"id": "tgi", "object": "model", "owned_by": "HuggingFaceTB"}]}
@@ -208,7 +241,9 @@ def lmstudio_app(loaded_context_length: int | None = 8192, model: str = "qwen2.5
     other.pop("loaded_context_length", None)
     v0 = {"object": "list", "data": [entry, other]}
     v1 = {"object": "list", "data": [{"id": model, "object": "model", "owned_by": "organization_owner"}]}
-    return _app([Route("/api/v0/models", lambda r: JSONResponse(v0)), Route("/v1/models", lambda r: JSONResponse(v1))])
+    return _app(
+        [Route("/api/v0/models", lambda r: JSONResponse(v0)), Route("/v1/models", lambda r: JSONResponse(v1))]
+    )
 
 
 # --- LiteLLM proxy -------------------------------------------------------------------------------------
@@ -229,8 +264,16 @@ def litellm_app(max_input_tokens: int = 128000, model: str = "gpt-4o") -> Starle
             },
         ]
     }
-    models = {"object": "list", "data": [{"id": m["model_name"], "object": "model", "owned_by": "openai"} for m in info["data"]]}
-    return _app([Route("/model/info", lambda r: JSONResponse(info)), Route("/v1/models", lambda r: JSONResponse(models))])
+    models = {
+        "object": "list",
+        "data": [{"id": m["model_name"], "object": "model", "owned_by": "openai"} for m in info["data"]],
+    }
+    return _app(
+        [
+            Route("/model/info", lambda r: JSONResponse(info)),
+            Route("/v1/models", lambda r: JSONResponse(models)),
+        ]
+    )
 
 
 # --- a generic OpenAI-compatible server (and the silent truncation of the probe) -------------------------
@@ -284,7 +327,12 @@ def ollama_app(
     def _ndjson(name: str, turn: dict[str, Any]) -> Iterator[str]:
         stamp = "2025-01-01T00:00:00Z"
         for text in turn.get("chunks", []):
-            line = {"model": name, "created_at": stamp, "message": {"role": "assistant", "content": text}, "done": False}
+            line = {
+                "model": name,
+                "created_at": stamp,
+                "message": {"role": "assistant", "content": text},
+                "done": False,
+            }
             yield json.dumps(line) + "\n"
         if turn.get("tool_calls"):
             message = {"role": "assistant", "content": "", "tool_calls": turn["tool_calls"]}
@@ -321,6 +369,14 @@ def ollama_app(
             Route("/api/ps", ps),
             Route("/api/show", show, methods=["POST"]),
             Route("/api/chat", chat, methods=["POST"]),
-            Route("/v1/models", lambda r: JSONResponse({"object": "list", "data": [{"id": n, "object": "model", "owned_by": "library"} for n in models]})),
+            Route(
+                "/v1/models",
+                lambda r: JSONResponse(
+                    {
+                        "object": "list",
+                        "data": [{"id": n, "object": "model", "owned_by": "library"} for n in models],
+                    }
+                ),
+            ),
         ]
     )

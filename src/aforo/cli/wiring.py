@@ -69,7 +69,13 @@ def build_runtime(cfg: Config, emit: EventSink, journal: Journal, *, session: st
     counter = chosen if chosen.exact else None
     facts = Facts(model=model, server=server.kind, window_source=resolution.source, session=session)
     governor = Governor(
-        budget=budget, policy=cfg.policy, journal=journal, emit=emit, counter=counter, facts=facts
+        budget=budget,
+        policy=cfg.policy,
+        journal=journal,
+        emit=emit,
+        counter=counter,
+        facts=facts,
+        window_known=served is not None or remembered is not None,
     )
     registry = default_registry(cfg.workspace)
     agent = Agent(

@@ -28,17 +28,17 @@ def collect(
 
 
 def measure_new_content(provider: Provider, request: Request, new: tuple[Message, ...]) -> int:
-    """Prompt tokens of `new` alone, as the server counts them.
+    """Prompt tokens of the messages `new` alone, as the server counts them.
 
-    Sent as one user text with the same system prompt and no tools (a bare tool result would be an
-    orphan many templates reject), minus a baseline of the same framing with an empty text, so the
-    template and system prompt cancel out. Both requests ask for one token of output.
+    They are sent as they are (same framing as in the conversation) behind a minimal opening turn,
+    with the same system prompt and tools, and a baseline of that opening alone is subtracted, so the
+    template, the system prompt and the tool definitions cancel out. Both requests ask for one token.
     """
-    from aforo.context.compaction import render, transcript_pieces
-
-    body = render(transcript_pieces(new))
-    probe = Request(request.model, request.system, (), (Message.user(body),), 1)
-    base = Request(request.model, request.system, (), (Message.user("."),), 1)
+    opening: tuple[Message, ...] = (Message.user("."),)
+    if new and new[0].role == "user":
+        opening = (*opening, Message.assistant("."))
+    probe = Request(request.model, request.system, request.tools, (*opening, *new), 1)
+    base = Request(request.model, request.system, request.tools, opening, 1)
     measured = collect(provider, probe)[2].usage.prompt_tokens
     baseline = collect(provider, base)[2].usage.prompt_tokens
     return max(0, measured - baseline)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aforo.context.budget import Budget
 from aforo.context.compaction import CompactionError
 from aforo.context.ledger import build_ledger
-from aforo.context.overflow import TruncationDetector, Verdict, generation_overflow
+from aforo.context.overflow import COMMON_WINDOWS, TruncationDetector, Verdict, generation_overflow
 from aforo.context.policy import Policy
 from aforo.context.stages import clear_old_results
 from aforo.context.tokens import CHARS_PER_TOKEN, Calibration, MessageEstimates, Sample, tools_chars
@@ -68,6 +68,7 @@ class Governor:
         emit: EventSink,
         counter: TokenCounter | None = None,
         facts: Facts | None = None,
+        window_known: bool = False,
     ) -> None:
         self.budget = budget
         self.policy = policy
@@ -77,7 +78,8 @@ class Governor:
         self.facts = facts or Facts()
         self.calibration = Calibration()
         self.estimates = MessageEstimates()
-        self.detector = TruncationDetector()
+        # When the server itself told us its window, only that one can be crossed: fewer probes.
+        self.detector = TruncationDetector(() if window_known else COMMON_WINDOWS)
         self.prev: Sample | None = None
         self._prev_len = 0
         self._fixed: tuple[int, int] = (0, 0)
@@ -143,7 +145,9 @@ class Governor:
                     self.record("clearing", request, tokens, after, started, checkpoint=cp)
                     tokens = after
                     self.reset_detection()
-        if force_compact or tokens > self.policy.compact_threshold(self.budget):
+        over = tokens > self.policy.compact_threshold(self.budget)
+        # Before the model has answered once there is nothing to summarize: admission decides alone.
+        if force_compact or (over and any(m.role == "assistant" for m in request.messages)):
             original = request.messages
             try:
                 request, cp, tokens, exact = compact(self, request, provider, tokens, instructions)
@@ -229,13 +233,16 @@ class Governor:
         self, verdict: Verdict, request: Request, new: tuple[Message, ...], provider: Provider
     ) -> Verdict:
         """Measure the new content alone (a max_tokens=1 request) to settle a suspicion."""
-        from aforo.context.measure import measure_new_content
+        from aforo.context.calls import measure_new_content
 
         try:
             tokens = measure_new_content(provider, request, new)
         except ProviderError as exc:
+            # Unresolved suspicion fails safe: trusting it could mean answering without the task.
             self.emit(Warning(f"Could not measure the new content to check for truncation: {exc}"))
-            return verdict
+            return replace(
+                verdict, status="truncated", reason=f"{verdict.reason}; the new content could not be measured"
+            )
         return self.detector.resolve(verdict, tokens)
 
     def _overflow_message(self, cur: Sample, verdict: Verdict) -> str:

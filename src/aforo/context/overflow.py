@@ -35,8 +35,8 @@ OVERFLOW_MIN_FIRST = 500
 # in llama.cpp/LM Studio presets, 128k/256k for big defaults). A report just under one of them, on a turn
 # whose new content could have crossed it, is where a keep-newest truncation lands.
 COMMON_WINDOWS = (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144)
-# Upper bound of true tokens per raw-estimated token for any content: the corpus tops out at 3.09 (CJK,
-# 3.0 plus noise); code is ~1.03, JSON ~1.47, whitespace ~0.22. Used only to bound what new content
+# Upper bound of true tokens per raw-estimated token for any content: the corpus tops out at 2.93 (CJK,
+# up to 3.0 plus noise); code is ~1.03, JSON ~1.47, whitespace ~0.22. Used only to bound what new content
 # could weigh, so erring high costs probes, never misses.
 MAX_CONTENT_RATIO = 3.2
 # Reported growth below this fraction of the calibrated expectation is suspicious. Clean turns go as

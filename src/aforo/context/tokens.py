@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from dataclasses import dataclass
 
 from aforo.messages import Message, Request, TextBlock, ToolSpec, ToolUse
@@ -66,6 +67,8 @@ class MessageEstimates:
 
     def __init__(self) -> None:
         self._cache: dict[int, tuple[Message, int]] = {}
+        # The last conversation summed and its total: a turn usually only appends to it.
+        self._last: tuple[tuple[Message, ...], int] = ((), 0)
 
     def chars(self, message: Message) -> int:
         hit = self._cache.get(id(message))
@@ -79,7 +82,15 @@ class MessageEstimates:
         return math.ceil(self.chars(message) / CHARS_PER_TOKEN)
 
     def total_chars(self, messages: tuple[Message, ...] | list[Message]) -> int:
-        return sum(self.chars(m) for m in messages)
+        old, old_total = self._last
+        k = len(old)
+        # Identity comparison runs at C speed; a changed message anywhere falls back to a full sum.
+        if k and len(messages) >= k and all(map(operator.is_, messages[:k], old)):
+            total = old_total + sum(self.chars(m) for m in messages[k:])
+        else:
+            total = sum(self.chars(m) for m in messages)
+        self._last = (tuple(messages), total)
+        return total
 
     def total(self, messages: tuple[Message, ...] | list[Message]) -> int:
         return math.ceil(self.total_chars(messages) / CHARS_PER_TOKEN)

@@ -101,8 +101,9 @@ def status_error(status: int, body: str, *, url: str, model: str) -> ProviderErr
         return overflow
     said = server_message(body) or "(empty body)"
     if status == 404:
+        models = url.removesuffix("/chat/completions") + "/models"
         hint = (
-            f"is the model {model!r} served there? List models with `curl {url.removesuffix('/chat/completions')}/models` "
+            f"is the model {model!r} served there? List models with `curl {models}` "
             "(or `ollama list`), or check that --base-url ends in /v1"
         )
     elif status in (401, 403):

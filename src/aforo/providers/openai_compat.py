@@ -246,7 +246,7 @@ class OpenAICompatProvider:
         except SSEError as exc:  # a subclass of httpx.TransportError: catch it first
             raise ProtocolError(f"{self.url} did not answer with an event stream: {exc}") from exc
         except httpx.TransportError as exc:
-            raise translate_transport(exc, self.url, self._read_timeout) from exc
+            raise translate_transport(exc, self.base_url, self._read_timeout) from exc
 
     def _json(self, data: str) -> Any:
         try:

@@ -135,11 +135,12 @@ class _Prober:
 
     def _record(self, sample: ProbeSample) -> ProbeSample:
         self.samples.append(sample)
+        counted = f"server counted {sample.reported or 0:,}"
         said = {
-            "fits": f"fits (server counted {sample.reported:,})",
+            "fits": f"fits ({counted})",
             "error": "refused as too long",
-            "truncate": f"silently truncated (server counted {sample.reported:,})",
-            "collapse": f"collapsed (server counted {sample.reported:,})",
+            "truncate": f"silently truncated ({counted})",
+            "collapse": f"collapsed ({counted})",
         }[sample.outcome]
         self.progress(f"probe {len(self.samples)}: {sample.expected:,} tokens -> {said}")
         return sample
@@ -153,8 +154,9 @@ def _next_size(lo: int, hi: int | None, guesses: list[int], tried: set[int], max
             return size
     if hi is not None:
         return (lo + hi) // 2
-    power = 1024
-    while power * (1 - GUESS_MARGIN) <= lo:
+    power = 2048  # windows below 2k are rare; a smaller one is still found by bisection
+    # `tried` too: a size rounded to whole filler units may be counted a little below what was asked.
+    while round(power * (1 - GUESS_MARGIN)) <= lo or round(power * (1 - GUESS_MARGIN)) in tried:
         power *= 2
     size = round(power * (1 - GUESS_MARGIN))
     return size if size <= max_window else None

@@ -77,7 +77,10 @@ class Checkpoint:
             "tokens_before": self.tokens_before,
             "counter": self.counter,
             "goal": self.goal,
-            "constraints": {"hard": list(self.constraints.get("hard", [])), "soft": list(self.constraints.get("soft", []))},
+            "constraints": {
+                "hard": list(self.constraints.get("hard", [])),
+                "soft": list(self.constraints.get("soft", [])),
+            },
             "decisions": [dict(d) for d in self.decisions],
             "evidence": [dict(e) for e in self.evidence],
             "next_action": self.next_action,
@@ -143,7 +146,7 @@ def encode_checkpoint(cp: Checkpoint) -> bytes:
 
 def _upgrade(data: Any, where: str) -> dict[str, Any]:
     if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise StoreError(f"{where} is not an aforo checkpoint (no \"kind\": {KIND!r}); it will not be used.")
+        raise StoreError(f'{where} is not an aforo checkpoint (no "kind": {KIND!r}); it will not be used.')
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise StoreError(f"{where} has an invalid schema_version {version!r}; it will not be used.")
@@ -244,7 +247,9 @@ class CheckpointStore:
                 entry.path.unlink()
         return path
 
-    def _eviction_plan(self, session_id: str, incoming: int, *, replacing: Path) -> builtins.list[CheckpointEntry]:
+    def _eviction_plan(
+        self, session_id: str, incoming: int, *, replacing: Path
+    ) -> builtins.list[CheckpointEntry]:
         entries = [e for e in self._entries(None) if e.path != replacing]  # oldest first
         doomed: builtins.list[CheckpointEntry] = []
         session_used = sum(e.size_bytes for e in entries if e.session_id == session_id)

@@ -252,7 +252,7 @@ def _chain_keyword_detectors(text: str) -> Iterator[Span]:
     yield from _plugin_spans(text, _KEYWORD_PLUGIN_RULES)
     for m in _AUTH_HEADER.finditer(text):
         if not m.group("secret").startswith(MARKER_PREFIX):
-            yield m.start("secret"), m.end("secret"), _P_CONTEXT, "bearer-token"
+            yield m.start("secret"), m.end("secret"), _P_CONTEXT, "authorization"
     yield from _assignment_spans(text)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from aforo.errors import ToolError
@@ -75,7 +76,7 @@ class Read:
             return _render(f, shown_path, offset, limit, ctx.max_chars)
 
 
-def _open_regular(path: Any, shown: str) -> BinaryIO:
+def _open_regular(path: Path, shown: str) -> BinaryIO:
     """Open `path` for reading only if it is a regular file, never blocking."""
     try:
         mode = os.stat(path).st_mode

@@ -73,6 +73,7 @@ class RgProcess:
         self._sep = sep
         self._timed_out = False
         self._stopped = False
+        self._eof = False
         self._stderr = bytearray()
         self._outcome: Outcome | None = None
         try:
@@ -113,6 +114,7 @@ class RgProcess:
             *complete, pending = pending.split(self._sep)
             for record in complete:
                 yield record.decode("utf-8", errors="replace")
+        self._eof = not self._stopped
         if pending:
             yield pending.decode("utf-8", errors="replace")
 
@@ -134,7 +136,9 @@ class RgProcess:
         """Stop rg if it still runs, reap it and say how it ended (idempotent)."""
         if self._outcome is not None:
             return self._outcome
-        self.stop()
+        # After EOF rg is exiting on its own: killing it now would hide its exit status (a bad regex).
+        if not self._eof:
+            self.stop()
         returncode = self._proc.wait()
         self._timer.cancel()
         self._drain.join()

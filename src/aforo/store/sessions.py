@@ -1,0 +1,201 @@
+"""Sessions: the conversation saved after every turn, so `aforo --resume` survives a crash or a kill.
+
+One redacted JSON file per session (`root/<id>.json`), replaced atomically on each save: a kill at any
+moment leaves the previous turn's state or the new one. Ids sort by creation time.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aforo.errors import StoreError
+from aforo.messages import Message, messages_from_list, messages_to_list
+from aforo.store.atomic import atomic_write, is_temp_name, remove_stale_temps
+from aforo.store.ids import check_id, new_id, utc_now
+from aforo.store.paths import ensure_dir
+from aforo.store.redact import redact_obj
+
+KIND = "aforo.session"
+SCHEMA_VERSION = 1
+TITLE_CHARS = 60
+_STRUCTURAL = frozenset(
+    {"kind", "schema_version", "id", "workspace", "model", "created_at", "updated_at", "window"}
+)
+
+
+@dataclass(kw_only=True)
+class SessionRecord:
+    id: str
+    workspace: str  # the resolved workspace path
+    model: str = ""
+    base_url: str = ""
+    created_at: str = field(default_factory=utc_now)
+    updated_at: str = ""
+    messages: list[Message] = field(default_factory=list)
+    title: str = ""
+    window: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": KIND,
+            "schema_version": SCHEMA_VERSION,
+            "id": self.id,
+            "workspace": self.workspace,
+            "model": self.model,
+            "base_url": self.base_url,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "title": self.title,
+            "window": self.window,
+            "extra": self.extra,
+            "messages": messages_to_list(self.messages),
+        }
+
+
+def title_of(messages: list[Message]) -> str:
+    """The first line of the first user text, cut to fit a listing."""
+    for m in messages:
+        if m.role == "user" and m.text.strip():
+            line = m.text.strip().splitlines()[0]
+            return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+    return ""
+
+
+@dataclass(frozen=True)
+class SessionSummary:
+    """One line of `aforo sessions`. `error` is set (and the rest mostly empty) for an unreadable file."""
+
+    id: str
+    path: Path
+    workspace: str = ""
+    model: str = ""
+    title: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    n_messages: int = 0
+    error: str | None = None
+
+
+def _record_from(data: Any, where: str) -> SessionRecord:
+    if not isinstance(data, dict) or data.get("kind") != KIND:
+        raise StoreError(f"{where} is not an aforo session file; it will not be used.")
+    version = data.get("schema_version")
+    if version != SCHEMA_VERSION:
+        newer = isinstance(version, int) and version > SCHEMA_VERSION
+        hint = "Upgrade aforo to resume it." if newer else "It will not be used."
+        raise StoreError(f"{where} has session schema {version!r}, this aforo reads {SCHEMA_VERSION}. {hint}")
+    try:
+        strings = {
+            k: data[k] for k in ("id", "workspace", "model", "base_url", "created_at", "updated_at", "title")
+        }
+        if not all(isinstance(v, str) for v in strings.values()):
+            raise ValueError(
+                "id, workspace, model, base_url, created_at, updated_at and title must be strings"
+            )
+        window, extra = data["window"], data["extra"]
+        if not isinstance(window, int) or isinstance(window, bool) or not isinstance(extra, dict):
+            raise ValueError("window must be an integer and extra an object")
+        return SessionRecord(
+            **strings, window=window, extra=extra, messages=messages_from_list(data["messages"])
+        )
+    except KeyError as exc:
+        raise StoreError(f"{where} is invalid: missing field {exc.args[0]!r}; it will not be used.") from exc
+    except (ValueError, TypeError) as exc:
+        raise StoreError(f"{where} is invalid: {exc}; it will not be used.") from exc
+
+
+class SessionStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @staticmethod
+    def new_id() -> str:
+        return new_id()
+
+    def path(self, session_id: str) -> Path:
+        return self.root / f"{check_id(session_id, 'session id')}.json"
+
+    def save(self, rec: SessionRecord) -> Path:
+        """Persist `rec` (redacted) atomically; fills in its title and bumps `updated_at`."""
+        path = self.path(rec.id)
+        rec.updated_at = utc_now()
+        if not rec.title:
+            rec.title = title_of(rec.messages)
+        data = rec.to_dict()
+        data.update(redact_obj({k: v for k, v in data.items() if k not in _STRUCTURAL}))
+        ensure_dir(self.root)
+        remove_stale_temps(self.root)
+        atomic_write(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        return path
+
+    def load(self, session_id: str) -> SessionRecord:
+        path = self.path(session_id)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError as exc:
+            raise StoreError(
+                f"no session {session_id!r} in {self.root}; `aforo sessions` lists them."
+            ) from exc
+        except OSError as exc:
+            raise StoreError(f"cannot read session {path}: {exc.strerror or exc}") from exc
+        try:
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise StoreError(
+                f"session file {path} is corrupt ({exc}); it will not be used. Move it aside, or resume "
+                "another session (`aforo sessions` lists them)."
+            ) from exc
+        return _record_from(data, f"session file {path}")
+
+    def _files(self) -> builtins.list[Path]:
+        """Session files, most recently written first (mtime follows every atomic save)."""
+        if not self.root.is_dir():
+            return []
+        files = [p for p in self.root.glob("*.json") if not is_temp_name(p.name)]
+        stamped = []
+        for p in files:
+            try:
+                stamped.append((p.stat().st_mtime, p.name, p))
+            except FileNotFoundError:
+                continue
+        return [p for _, _, p in sorted(stamped, reverse=True)]
+
+    def latest(self, workspace: Path | None = None) -> SessionRecord | None:
+        """The most recently saved session, of `workspace` when given; unreadable files are skipped."""
+        wanted = str(workspace.resolve()) if workspace is not None else None
+        candidates = [
+            s
+            for s in self.list()
+            if s.error is None and (wanted is None or str(Path(s.workspace).resolve()) == wanted)
+        ]
+        return self.load(candidates[0].id) if candidates else None
+
+    def list(self, limit: int | None = None) -> builtins.list[SessionSummary]:
+        """Summaries, newest first; a corrupt file appears with its `error` instead of vanishing."""
+        out: builtins.list[SessionSummary] = []
+        for path in self._files():
+            sid = path.stem
+            try:
+                rec = self.load(sid)
+            except StoreError as exc:
+                out.append(SessionSummary(id=sid, path=path, error=str(exc)))
+                continue
+            out.append(
+                SessionSummary(
+                    id=rec.id,
+                    path=path,
+                    workspace=rec.workspace,
+                    model=rec.model,
+                    title=rec.title,
+                    created_at=rec.created_at,
+                    updated_at=rec.updated_at,
+                    n_messages=len(rec.messages),
+                )
+            )
+        out.sort(key=lambda s: (s.error is None, s.updated_at, s.id), reverse=True)
+        return out[:limit] if limit is not None else out

@@ -1,0 +1,208 @@
+"""Telemetry: one SQLite row for every admission, rejection, clearing, compaction, recovery, overflow
+and warning, so `aforo stats` can say what the governor did and what it saved.
+
+The schema grows by migrations (simonw/llm style): functions in `MIGRATIONS`, applied in order once
+each and recorded in `_migrations`; never edit an applied one, append a new one. WAL mode and a busy
+timeout let two aforo processes write the same database; migrations take the write lock first
+(`BEGIN IMMEDIATE`) so two processes opening an old database never migrate it twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TextIO
+
+from aforo.errors import StoreError
+from aforo.store.ids import utc_now
+from aforo.store.paths import FILE_MODE, ensure_dir, telemetry_path
+from aforo.store.redact import redact
+from aforo.store.telemetry_summary import format_summary as format_summary
+from aforo.store.telemetry_summary import summarize
+
+EVENTS = ("admission", "rejection", "clearing", "compaction", "recovery", "overflow", "warning")
+INT_FIELDS = (
+    "tokens_estimated",
+    "tokens_exact",
+    "bytes_before",
+    "bytes_after",
+    "tokens_before",
+    "tokens_after",
+    "window",
+)
+TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint")
+COLUMNS = ("id", "ts", "session", "event", *INT_FIELDS, "duration_ms", *TEXT_FIELDS)
+
+Migration = Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = []
+
+
+def migration(fn: Migration) -> Migration:
+    MIGRATIONS.append(fn)
+    return fn
+
+
+@migration
+def m001_events(db: sqlite3.Connection) -> None:
+    # The record of SPEC §5: time, session, event, tokens (estimated, exact, counter), bytes, duration,
+    # cause, model served.
+    db.execute(
+        """CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            ts TEXT NOT NULL,
+            session TEXT NOT NULL,
+            event TEXT NOT NULL,
+            tokens_estimated INTEGER,
+            tokens_exact INTEGER,
+            counter TEXT,
+            bytes_before INTEGER,
+            bytes_after INTEGER,
+            duration_ms REAL,
+            cause TEXT,
+            model TEXT
+        )"""
+    )
+
+
+@migration
+def m002_server_window_tokens(db: sqlite3.Connection) -> None:
+    # Issue 7 adds where the window came from, token counts around a transformation and its checkpoint.
+    for column, sql_type in (
+        ("server", "TEXT"),
+        ("window", "INTEGER"),
+        ("window_source", "TEXT"),
+        ("tokens_before", "INTEGER"),
+        ("tokens_after", "INTEGER"),
+        ("checkpoint", "TEXT"),
+    ):
+        db.execute(f'ALTER TABLE events ADD COLUMN "{column}" {sql_type}')
+    db.execute("CREATE INDEX events_by_session ON events (session, id)")
+
+
+def migrate(db: sqlite3.Connection, upto: int | None = None) -> list[str]:
+    """Apply the pending migrations (the first `upto` of them when given); return their names."""
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
+    applied_now: list[str] = []
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
+        for fn in MIGRATIONS[:upto]:
+            if fn.__name__ in done:
+                continue
+            fn(db)
+            db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (fn.__name__, utc_now()))
+            applied_now.append(fn.__name__)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return applied_now
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """An autocommit connection in WAL mode; the file is created 0600 (its -wal/-shm follow it)."""
+    ensure_dir(path.parent)
+    if not path.exists():
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
+    db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
+    db.execute("PRAGMA journal_mode=WAL")
+    # NORMAL is durable across process crashes in WAL mode; only a power loss may drop the last rows.
+    db.execute("PRAGMA synchronous=NORMAL")
+    return db
+
+
+class Telemetry:
+    """One connection per object, shared by the threads of one process under a lock."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or telemetry_path()
+        self._lock = threading.Lock()
+        try:
+            self._db = connect(self.path)
+            migrate(self._db)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open the telemetry database {self.path}: {exc}. Move the file aside to start afresh."
+            ) from exc
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Telemetry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def record(
+        self,
+        event: str,
+        *,
+        session: str,
+        tokens_estimated: int | None = None,
+        tokens_exact: int | None = None,
+        counter: str | None = None,
+        bytes_before: int | None = None,
+        bytes_after: int | None = None,
+        tokens_before: int | None = None,
+        tokens_after: int | None = None,
+        duration_ms: float | None = None,
+        cause: str | None = None,
+        model: str | None = None,
+        server: str | None = None,
+        window: int | None = None,
+        window_source: str | None = None,
+        checkpoint: str | Path | None = None,
+    ) -> None:
+        if event not in EVENTS:
+            raise ValueError(f"unknown telemetry event {event!r}; expected one of {', '.join(EVENTS)}")
+        row: dict[str, Any] = {
+            "ts": utc_now(),
+            "session": session,
+            "event": event,
+            "tokens_estimated": tokens_estimated,
+            "tokens_exact": tokens_exact,
+            "counter": counter,
+            "bytes_before": bytes_before,
+            "bytes_after": bytes_after,
+            "tokens_before": tokens_before,
+            "tokens_after": tokens_after,
+            "duration_ms": duration_ms,
+            # Error texts and URLs can carry credentials: redacted like everything else on disk.
+            "cause": redact(cause) if cause else cause,
+            "model": model,
+            "server": redact(server) if server else server,
+            "window": window,
+            "window_source": window_source,
+            "checkpoint": str(checkpoint) if checkpoint is not None else None,
+        }
+        names = ", ".join(f'"{k}"' for k in row)
+        marks = ", ".join("?" for _ in row)
+        try:
+            with self._lock:
+                self._db.execute(f"INSERT INTO events ({names}) VALUES ({marks})", tuple(row.values()))
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot write telemetry to {self.path}: {exc}") from exc
+
+    def rows(self, session: str | None = None) -> list[dict[str, Any]]:
+        where, params = ("WHERE session = ?", (session,)) if session else ("", ())
+        cols = ", ".join(f'"{c}"' for c in COLUMNS)
+        with self._lock:
+            cur = self._db.execute(f"SELECT {cols} FROM events {where} ORDER BY id", params)
+            return [dict(zip(COLUMNS, r, strict=True)) for r in cur.fetchall()]
+
+    def export_jsonl(self, out: TextIO, session: str | None = None) -> int:
+        """Write every record (of one session) as a JSON line; return how many."""
+        rows = self.rows(session)
+        for row in rows:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        return len(rows)
+
+    def summary(self, session: str | None = None) -> dict[str, Any]:
+        return summarize(self.rows(session), EVENTS)

@@ -1,0 +1,183 @@
+"""The governor end to end with the fake provider: the seed's shapes, budgets, transactions, bounds."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from support.scenario import TASK_KEY, is_summary_request, make_agent, make_files, reader_model
+
+from aforo.context.tokens import estimate_request
+from aforo.errors import HTTPStatusError
+from aforo.messages import Request
+from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
+
+PROMPT = f"Task {TASK_KEY}: read every mod*.py file and tell me which one is the longest. Never guess."
+
+
+def sent_sizes(provider: FakeProvider) -> list[int]:
+    return [estimate_request(r) for r in provider.requests]
+
+
+def test_eight_files_at_once_fire_all_three_stages(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 8, 3000)
+    provider = FakeProvider(reader_model(files, batch=True))
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096)
+    result = agent.run(PROMPT)
+    assert result.reason == "end_turn", result.error
+    assert any(e.truncated for e in rec.of("tool_end")), "the cap fired"
+    actions = [e.action for e in rec.of("context")]
+    assert "cleared" in actions and "compacted" in actions
+    assert actions.index("cleared") < actions.index("compacted")
+    # Every transformation left a checkpoint first, with what /undo needs.
+    assert len(journal.checkpoints) == len(actions)
+    assert [c[1] for c in journal.checkpoints] == ["clear" if a == "cleared" else "compact" for a in actions]
+    assert PROMPT in journal.checkpoints[0][2][0].text
+    # The original request survives verbatim, and the answer is the task's.
+    assert PROMPT in agent.messages[0].text
+    assert TASK_KEY in agent.messages[-1].text
+    available = agent.governor.budget.available
+    assert max(sent_sizes(provider)) <= available
+
+
+def test_twelve_files_one_per_turn_compact_and_finish(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 12, 2400)
+    provider = FakeProvider(reader_model(files, batch=False))
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096)
+    result = agent.run(PROMPT)
+    assert result.reason == "end_turn", result.error
+    compactions = [e for e in rec.of("context") if e.action == "compacted"]
+    assert len(compactions) >= 1
+    assert all(e.after < e.before for e in compactions)
+    assert f"all {len(files)} files read" in agent.messages[-1].text
+    assert PROMPT in agent.messages[0].text
+    assert max(sent_sizes(provider)) <= agent.governor.budget.available
+    assert len(journal.events("compaction")) == len(compactions)
+    assert journal.events("admission")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_no_request_ever_exceeds_available(tmp_path: Path, seed: int) -> None:
+    rnd = random.Random(seed)
+    files = make_files(tmp_path, rnd.randint(3, 14), rnd.randint(500, 9000))
+    window = rnd.choice([2048, 3000, 4096, 6000, 8192])
+    provider = FakeProvider(reader_model(files, batch=rnd.random() < 0.5))
+    agent, _, _ = make_agent(tmp_path, provider, window=window, max_turns=40)
+    result = agent.run(PROMPT)
+    assert result.reason in ("end_turn", "context_overflow"), result.error
+    assert max(sent_sizes(provider)) <= agent.governor.budget.available
+    assert PROMPT in agent.messages[0].text
+
+
+def _history_then(respond_summary: FakeTurn | Exception, tmp_path: Path):
+    """A run that must compact, with a scripted answer to the summary request."""
+    files = make_files(tmp_path, 8, 3000)
+    reader = reader_model(files, batch=True)
+
+    def respond(request: Request) -> FakeTurn:
+        if is_summary_request(request):
+            if isinstance(respond_summary, Exception):
+                return FakeTurn(error=respond_summary)
+            return respond_summary
+        return reader(request)
+
+    return respond
+
+
+@pytest.mark.parametrize(
+    ("summary", "why"),
+    [
+        (FakeTurn("Goal: partial", stop_reason="max_tokens"), "not completed"),
+        (FakeTurn("I can't", stop_reason="refusal"), "not completed"),
+        (FakeTurn("   "), "empty summary"),
+        (HTTPStatusError("server error 500", 500), "summary request failed"),
+    ],
+)
+def test_failed_compaction_warns_and_leaves_conversation(tmp_path: Path, summary, why: str) -> None:
+    provider = FakeProvider(_history_then(summary, tmp_path))
+    agent, rec, _ = make_agent(tmp_path, provider, window=4096)
+    agent.run(PROMPT)
+    warnings = [e.message for e in rec.of("warning")]
+    assert any("Compaction failed" in w and why in w for w in warnings), warnings
+    assert "compacted" not in [e.action for e in rec.of("context")]
+    assert PROMPT == agent.messages[0].text  # untouched, not a summary
+    # Bounded: one summary attempt per model call, never a loop of summaries.
+    calls = [r for r in provider.requests if is_summary_request(r)]
+    normal = [r for r in provider.requests if not is_summary_request(r)]
+    assert len(calls) <= len(normal)
+
+
+def test_truncated_summary_request_is_refused(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 8, 3000)
+    reader = reader_model(files, batch=True)
+
+    class LyingSummaries(FakeProvider):
+        def input_tokens(self, request: Request) -> int:
+            return 63 if is_summary_request(request) else super().input_tokens(request)
+
+    agent, rec, _ = make_agent(tmp_path, LyingSummaries(reader), window=4096)
+    agent.run(PROMPT)
+    warnings = " ".join(e.message for e in rec.of("warning"))
+    assert "truncated the summary request" in warnings
+    assert agent.messages[0].text == PROMPT
+
+
+def test_prompt_larger_than_available_is_rejected_locally(tmp_path: Path) -> None:
+    provider = FakeProvider([FakeTurn("never")])
+    agent, _, journal = make_agent(tmp_path, provider, window=1024)
+    result = agent.run("x" * 20_000)
+    assert result.reason == "context_overflow"
+    assert "Nothing was sent" in (result.error or "")
+    assert provider.requests == []
+    assert journal.events("rejection")[0]["cause"] == "does_not_fit"
+
+
+def test_provider_failure_after_transformation_restores_history(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 8, 3000)
+    reader = reader_model(files, batch=True)
+    state = {"compacted": False}
+
+    def respond(request: Request) -> FakeTurn:
+        if is_summary_request(request):
+            state["compacted"] = True
+            return reader(request)
+        if state["compacted"]:
+            return FakeTurn(error=HTTPStatusError("HTTP 503 from the server", 503))
+        return reader(request)
+
+    agent, rec, journal = make_agent(tmp_path, FakeProvider(respond), window=4096)
+    result = agent.run(PROMPT)
+    assert result.reason == "error"
+    actions = [e.action for e in rec.of("context")]
+    assert actions[-1] == "restored"
+    assert agent.messages[0].text == PROMPT
+    assert len(agent.messages) > 2 and agent.messages[-1].tool_results
+    assert journal.events("recovery")
+
+
+def test_always_truncating_server_is_bounded(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 6, 6000)
+    provider = FakeProvider(reader_model(files, batch=False), truncate=Truncate(1500, "plateau"))
+    agent, _, _ = make_agent(tmp_path, provider, window=16_000)
+    result = agent.run(PROMPT)
+    assert result.reason == "context_overflow"
+    assert len(provider.requests) <= 8
+
+
+def test_always_failing_server_is_bounded(tmp_path: Path) -> None:
+    provider = FakeProvider(lambda r: FakeTurn(error=HTTPStatusError("HTTP 500", 500)))
+    agent, _, _ = make_agent(tmp_path, provider)
+    assert agent.run(PROMPT).reason == "error"
+    assert len(provider.requests) == 1
+
+
+def test_calibration_ignores_truncated_and_zero_usage(tmp_path: Path) -> None:
+    make_files(tmp_path, 1, 100)
+    provider = FakeProvider(
+        [FakeTurn("", [("Read", {"file_path": "mod00.py"})]), FakeTurn("done")], report_usage=False
+    )
+    agent, _, _ = make_agent(tmp_path, provider)
+    agent.run("read")
+    assert agent.governor.calibration.measured is None
+    assert agent.governor.calibration.ratio == 1.0
