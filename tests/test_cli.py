@@ -138,7 +138,7 @@ def test_agents_md_is_sent_as_second_system_part(tmp_path: Path) -> None:
 
     def answer(body: dict[str, Any]) -> Reply:
         seen.append(body)
-        return Reply(text="Hola.")
+        return Reply(text="Hola.", prompt_tokens=900)
 
     with LiveServer(make_openai_app(answer)) as server:
         run = run_cli("-w", str(ws), "--base-url", server.url, "-m", "test-model", "hi")

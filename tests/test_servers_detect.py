@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
@@ -59,16 +60,23 @@ APPS: list[tuple[str, Any]] = [
 ]
 
 
-@pytest.mark.parametrize(("kind", "make_app"), APPS, ids=[k for k, _ in APPS])
-@pytest.mark.parametrize("suffix", ["", "/v1", "/v1/"])
+@pytest.fixture(scope="module")
+def running() -> Iterator[dict[str, str]]:
+    """One server of each kind for the whole module: starting them is the slow part."""
+    with contextlib.ExitStack() as stack:
+        yield {kind: stack.enter_context(LiveServer(make_app())).url for kind, make_app in APPS}
+
+
+@pytest.mark.parametrize("kind", [k for k, _ in APPS])
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
 def test_detects_each_kind_with_or_without_v1(
-    client: httpx.Client, kind: str, make_app: Any, suffix: str
+    client: httpx.Client, running: dict[str, str], kind: str, suffix: str
 ) -> None:
-    with LiveServer(make_app()) as server:
-        info = detect_server(client, server.url + suffix)
+    url = running[kind]
+    info = detect_server(client, url + suffix)
     assert info.kind == kind
-    assert info.root_url == server.url
-    assert info.v1_url == f"{server.url}/v1"
+    assert info.root_url == url
+    assert info.v1_url == f"{url}/v1"
 
 
 def test_detection_reads_version_and_models(client: httpx.Client) -> None:

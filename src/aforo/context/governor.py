@@ -249,8 +249,7 @@ class Governor:
         real = verdict.seems_real_window
         suggest = f" --context-window {real}" if real else " --context-window N (smaller)"
         return (
-            f"The server silently dropped part of the conversation: aforo sent about {cur.estimate} tokens "
-            f"(estimated) and the server reported reading {cur.tokens}. {verdict.reason} "
+            f"The server silently dropped part of the conversation: {verdict.reason}. "
             "Its answer was discarded and your conversation is intact. "
             + (f"The real window seems to be about {real} tokens. " if real else "")
             + f"Fix: run with{suggest}, or on Ollama raise num_ctx (OLLAMA_CONTEXT_LENGTH) or use "

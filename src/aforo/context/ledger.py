@@ -93,7 +93,10 @@ def tagged(text: str, tag: str) -> list[str]:
         j = text.find(f"</{tag}>", i)
         if j == -1:
             break
-        found.append(text[i + len(tag) + 2 : j].strip("\n"))
+        body = text[i + len(tag) + 2 : j]
+        # Exactly the newline framing compaction adds is removed: the body is kept byte for byte.
+        body = body.removeprefix("\n").removesuffix("\n")
+        found.append(body)
         start = j + len(tag) + 3
     return found
 

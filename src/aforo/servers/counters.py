@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from aforo.context.tokens import Calibration, MessageEstimates, estimate_text, tools_chars
+from aforo.context.tokens import CHARS_PER_TOKEN, Calibration, MessageEstimates, estimate_text, tools_chars
 from aforo.errors import ConfigError, HTTPStatusError, ProtocolError, ProviderError
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
 from aforo.protocols import TokenCounter
@@ -238,7 +238,7 @@ class EstimateCounter:
         self._estimates = MessageEstimates()
 
     def count(self, request: Request) -> int:
-        raw = estimate_text(request.system_text) + math.ceil(tools_chars(request.tools) / 4)
+        raw = estimate_text(request.system_text) + math.ceil(tools_chars(request.tools) / CHARS_PER_TOKEN)
         return self.calibration.scale(raw + self._estimates.total(request.messages))
 
     def count_messages(self, messages: tuple[Message, ...] | list[Message]) -> int:

@@ -80,6 +80,10 @@ def summarize(rows: Iterable[dict[str, Any]], events: tuple[str, ...]) -> dict[s
     }
 
 
+def _minute(ts: str) -> str:
+    return ts[:16].replace("T", " ")
+
+
 def _ratio(stats: dict[str, Any]) -> str:
     r = stats["compaction_ratio"]
     return "-" if not r["count"] else f"{r['mean']:.2f} ({r['count']})"
@@ -103,9 +107,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         first = cells[0].ljust(widths[0])
         return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))]).rstrip()
 
+    span = f"{_minute(overall['first'])} .. {_minute(overall['last'])} UTC"
     out = [
-        f"aforo stats: {len(sessions)} session(s), {overall['total_events']} event(s), "
-        f"{overall['first']} .. {overall['last']}",
+        f"aforo stats: {len(sessions)} session(s), {overall['total_events']} event(s), {span}",
         "",
         line(headers),
         *(line(r) for r in table[:-1]),

@@ -1,0 +1,163 @@
+"""Telemetry: migrations from an old database, records, export, summary and two concurrent writers."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from aforo.errors import StoreError
+from aforo.store import telemetry
+from aforo.store.telemetry import Telemetry, connect, format_summary, migrate
+
+
+def test_default_path_is_in_the_state_dir(aforo_home: Path) -> None:
+    with Telemetry() as t:
+        t.record("admission", session="s1", tokens_estimated=100)
+    db = aforo_home / "telemetry.db"
+    assert db.exists()
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert sqlite3.connect(db).execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_an_old_database_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None:
+    path = tmp_path / "telemetry.db"
+    old = connect(path)
+    assert migrate(old, upto=1) == ["m001_events"]
+    old.execute(
+        "INSERT INTO events (ts, session, event, tokens_estimated, model) "
+        "VALUES ('2024-01-01T00:00:00+00:00', 'old', 'admission', 42, 'm')"
+    )
+    old.close()
+    with Telemetry(path) as t:
+        t.record("clearing", session="new", tokens_before=900, tokens_after=400, window=4096, window_source="props")
+        rows = t.rows()
+    assert [(r["session"], r["tokens_estimated"], r["window"]) for r in rows] == [("old", 42, None), ("new", None, 4096)]
+    applied = [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM _migrations ORDER BY name")]
+    assert applied == [fn.__name__ for fn in telemetry.MIGRATIONS]
+    # Opening again applies nothing twice.
+    with Telemetry(path) as t:
+        assert migrate(t._db) == []
+
+
+def test_record_validates_the_event(tmp_path: Path) -> None:
+    with Telemetry(tmp_path / "t.db") as t, pytest.raises(ValueError, match="unknown telemetry event"):
+        t.record("nonsense", session="s")
+
+
+def test_export_jsonl_has_every_field(tmp_path: Path) -> None:
+    with Telemetry(tmp_path / "t.db") as t:
+        t.record(
+            "compaction",
+            session="s1",
+            tokens_estimated=5600,
+            tokens_exact=5531,
+            counter="llama-server/tokenize",
+            bytes_before=100_357,
+            bytes_after=11_280,
+            tokens_before=25_000,
+            tokens_after=5531,
+            duration_ms=812.5,
+            model="qwen",
+            server="llama-server",
+            window=8192,
+            window_source="props",
+            checkpoint=tmp_path / "cp.json",
+        )
+        t.record("rejection", session="s2", cause="http://u:pa55w0rdX@h/ failed: does_not_fit")
+        out = io.StringIO()
+        assert t.export_jsonl(out) == 2
+        one = io.StringIO()
+        assert t.export_jsonl(one, session="s2") == 1
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert lines[0]["bytes_before"] == 100_357 and lines[0]["checkpoint"] == str(tmp_path / "cp.json")
+    assert set(lines[0]) == set(telemetry.COLUMNS)
+    assert "pa55w0rdX" not in out.getvalue()  # causes are redacted like everything else on disk
+    assert json.loads(one.getvalue())["session"] == "s2"
+
+
+def fill(t: Telemetry) -> None:
+    t.record("admission", session="a", tokens_estimated=1000)
+    t.record("clearing", session="a", tokens_before=4300, tokens_after=3700, bytes_before=17_000, bytes_after=14_000)
+    t.record("compaction", session="a", tokens_before=3700, tokens_after=849)
+    t.record("admission", session="b", tokens_estimated=800)
+    t.record("compaction", session="b", tokens_before=8000, tokens_after=2000)
+    t.record("rejection", session="b", cause="does_not_fit")
+    t.record("rejection", session="b", cause="does_not_fit")
+    t.record("rejection", session="a", cause="provider_failed_after_compaction")
+    t.record("recovery", session="a")
+    t.record("overflow", session="b")
+
+
+def test_summary_per_session_and_overall(tmp_path: Path) -> None:
+    with Telemetry(tmp_path / "t.db") as t:
+        fill(t)
+        s = t.summary()
+        only_b = t.summary(session="b")
+    a, overall = s["sessions"]["a"], s["overall"]
+    assert a["events"] == {
+        "admission": 1,
+        "rejection": 1,
+        "clearing": 1,
+        "compaction": 1,
+        "recovery": 1,
+        "overflow": 0,
+        "warning": 0,
+    }
+    assert a["tokens_saved"] == {"clearing": 600, "compaction": 2851, "total": 3451}
+    assert a["bytes_saved"]["clearing"] == 3000
+    assert overall["total_events"] == 10
+    assert overall["tokens_saved"]["compaction"] == 2851 + 6000
+    assert overall["compaction_ratio"]["count"] == 2
+    assert overall["compaction_ratio"]["min"] == pytest.approx(849 / 3700, abs=1e-4)
+    assert overall["compaction_ratio"]["mean"] == pytest.approx((849 / 3700 + 0.25) / 2, abs=1e-4)
+    assert overall["rejections_by_cause"] == {"does_not_fit": 2, "provider_failed_after_compaction": 1}
+    assert list(only_b["sessions"]) == ["b"] and only_b["overall"]["total_events"] == 5
+    json.dumps(s)  # what `aforo stats --json` prints must serialize
+
+
+def test_format_summary_is_a_table(tmp_path: Path) -> None:
+    with Telemetry(tmp_path / "t.db") as t:
+        assert "No telemetry" in format_summary(t.summary())
+        fill(t)
+        text = format_summary(t.summary())
+    lines = text.splitlines()
+    header = next(line for line in lines if line.startswith("session"))
+    assert all(col in header for col in ("adm", "rej", "clr", "cmp", "rec", "ovf", "tokens saved"))
+    overall = next(line for line in lines if line.startswith("overall"))
+    assert "9,451" in overall and "0.24 (2)" in overall
+    assert any("does_not_fit" in line and line.rstrip().endswith("2") for line in lines)
+
+
+def test_two_processes_can_write_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    Telemetry(path).close()  # migrated once; the writers race only on inserts
+    script = textwrap.dedent(
+        f"""
+        import sys
+        from pathlib import Path
+        from aforo.store.telemetry import Telemetry
+        t = Telemetry(Path({str(path)!r}))
+        for i in range(200):
+            t.record("admission", session=sys.argv[1], tokens_estimated=i)
+        """
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, name]) for name in ("p1", "p2")]
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    with Telemetry(path) as t:
+        counts = {sid: s["events"]["admission"] for sid, s in t.summary()["sessions"].items()}
+    assert counts == {"p1": 200, "p2": 200}
+
+
+def test_an_unreadable_database_is_a_store_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.db"
+    path.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(StoreError, match="Move the file aside"):
+        Telemetry(path)
