@@ -93,7 +93,7 @@ def test_hint_overrides_detection(client: httpx.Client) -> None:
     with LiveServer(llamacpp_app()) as server:
         info = detect_server(client, server.url, hint="openai")
     assert info.kind == "openai"
-    # The generic catalog still sees nothing of llama-server's /props, but its /v1/models has meta only.
+    # As a generic server only /v1/models is read, and llama-server keeps its window under `meta` there.
     assert info.window_detail == ""
 
 

@@ -8,6 +8,7 @@ behind must never be listed as checkpoints.
 
 from __future__ import annotations
 
+import os
 import random
 import signal
 import subprocess
@@ -19,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from aforo.messages import Message
-from aforo.store.checkpoints import Checkpoint, CheckpointStore, load_checkpoint
+from aforo.store.atomic import atomic_write
+from aforo.store.checkpoints import Checkpoint, CheckpointStore, encode_checkpoint, load_checkpoint
 
-ITERATIONS = 30
+ITERATIONS = 40
 QUOTA = 64 * 1024
 
 
@@ -39,28 +41,39 @@ def slot_checkpoint(tag: str) -> Checkpoint:
     )
 
 
-CHILD = textwrap.dedent(
+# A long-lived "zygote" imports aforo once and forks one writer per round: each round costs a fork, not
+# an interpreter start, so many kills fit in a few seconds. The writer is a real process; SIGKILL is real.
+ZYGOTE = textwrap.dedent(
     """
-    import sys
+    import os, sys
     from pathlib import Path
-    sys.path.insert(0, sys.argv[2])
-    from test_store_crash import QUOTA, slot_checkpoint
     from aforo.messages import Message
     from aforo.store.atomic import atomic_write
-    from aforo.store.checkpoints import Checkpoint, CheckpointStore, encode_checkpoint
+    from aforo.store.checkpoints import Checkpoint, CheckpointStore
 
-    root = Path(sys.argv[1])
+    root, quota = Path(sys.argv[1]), int(sys.argv[2])
     slot = root / "slot" / "current.json"
-    blobs = [encode_checkpoint(slot_checkpoint("A")), encode_checkpoint(slot_checkpoint("B"))]
-    store = CheckpointStore(root / "store", session_quota_bytes=QUOTA, total_quota_bytes=QUOTA)
-    if not slot.exists():
-        atomic_write(slot, blobs[0])
-    print("ready", flush=True)
-    i = 0
-    while True:
-        atomic_write(slot, blobs[i % 2])
-        store.write(Checkpoint(session_id="s", reason="clear", messages=[Message.user(f"turn {i} " + "x" * 9000)]))
-        i += 1
+    blobs = [(root / "A.bin").read_bytes(), (root / "B.bin").read_bytes()]
+    store = CheckpointStore(root / "store", session_quota_bytes=quota, total_quota_bytes=quota)
+
+    def writer():
+        print(f"ready {os.getpid()}", flush=True)
+        i = 0
+        while True:
+            atomic_write(slot, blobs[i % 2])
+            msg = Message.user(f"turn {i} " + "x" * 9000)
+            store.write(Checkpoint(session_id="s", reason="clear", messages=[msg]))
+            i += 1
+
+    print("zygote", flush=True)
+    for _ in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                writer()
+            finally:
+                os._exit(1)
+        print(f"reaped {os.waitpid(pid, 0)[1]}", flush=True)
     """
 )
 
@@ -69,37 +82,51 @@ CHILD = textwrap.dedent(
 def test_sigkill_during_writes_never_leaves_a_corrupt_checkpoint(tmp_path: Path) -> None:
     rng = random.Random(7)
     expected = {cp.id: cp for cp in (slot_checkpoint("A"), slot_checkpoint("B"))}
-    store = CheckpointStore(tmp_path / "store", session_quota_bytes=QUOTA, total_quota_bytes=QUOTA)
+    for tag in "AB":
+        (tmp_path / f"{tag}.bin").write_bytes(encode_checkpoint(slot_checkpoint(tag)))
     slot = tmp_path / "slot" / "current.json"
+    atomic_write(slot, (tmp_path / "A.bin").read_bytes())
+    store = CheckpointStore(tmp_path / "store", session_quota_bytes=QUOTA, total_quota_bytes=QUOTA)
+    zygote = subprocess.Popen(
+        [sys.executable, "-c", ZYGOTE, str(tmp_path), str(QUOTA)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert zygote.stdin is not None and zygote.stdout is not None
     seen: set[str] = set()
     temps_seen = 0
-    tests_dir = str(Path(__file__).parent)
-    for _ in range(ITERATIONS):
-        child = subprocess.Popen(
-            [sys.executable, "-c", CHILD, str(tmp_path), tests_dir], stdout=subprocess.PIPE
-        )
-        assert child.stdout is not None
-        assert child.stdout.readline() == b"ready\n", "the writer did not start"
-        time.sleep(rng.uniform(0.005, 0.12))
-        child.send_signal(signal.SIGKILL)
-        child.wait(timeout=10)
-        child.stdout.close()
+    try:
+        assert zygote.stdout.readline() == "zygote\n"
+        for _ in range(ITERATIONS):
+            zygote.stdin.write("go\n")
+            zygote.stdin.flush()
+            ready = zygote.stdout.readline().split()
+            assert ready[:1] == ["ready"], "the writer did not start"
+            time.sleep(rng.uniform(0.002, 0.08))
+            os.kill(int(ready[1]), signal.SIGKILL)
+            status = int(zygote.stdout.readline().split()[1])
+            assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, "the writer died on its own"
 
-        cp = load_checkpoint(slot)  # raises StoreError if torn
-        assert cp == expected[cp.id]
-        seen.add(cp.id)
+            cp = load_checkpoint(slot)  # raises StoreError if torn
+            assert cp == expected[cp.id]
+            seen.add(cp.id)
 
-        listed = store.list()
-        for entry in listed:
-            store.load(entry.path)
-            assert not entry.path.name.startswith(".")
-        temps = [p for p in (tmp_path / "store" / "s").glob(".*.tmp")]
-        temps_seen += bool(temps)
-        assert not {p for p in temps} & {e.path for e in listed}
-        # A kill between writing a checkpoint and evicting may leave one file over the quota; never more.
-        largest = max((e.size_bytes for e in listed), default=0)
-        assert sum(e.size_bytes for e in listed) <= QUOTA + largest
-        if listed:
-            assert store.latest("s") is not None
+            listed = store.list()
+            for entry in listed:
+                store.load(entry.path)
+            temps = set((tmp_path / "store" / "s").glob(".*.tmp")) | set(slot.parent.glob(".*.tmp"))
+            temps_seen += bool(temps)
+            assert not temps & {e.path for e in listed}
+            # A kill between writing a checkpoint and evicting may leave one file over the quota; never more.
+            largest = max((e.size_bytes for e in listed), default=0)
+            assert sum(e.size_bytes for e in listed) <= QUOTA + largest
+            if listed:
+                assert store.latest("s") is not None
+    finally:
+        zygote.kill()
+        zygote.wait(timeout=10)
+        zygote.stdin.close()
+        zygote.stdout.close()
     # Both contents were observed in the slot: the loop really alternated under the kills.
-    assert seen == {"cp-A", "cp-B"}, f"slot only ever held {seen}; temps left by kills: {temps_seen}"
+    assert seen == {"cp-A", "cp-B"}, f"slot only ever held {seen}; rounds with temp files left: {temps_seen}"

@@ -261,7 +261,8 @@ class Agent:
 
         def run_one(use: ToolUse) -> tuple[ToolOutput, float]:
             started = time.monotonic()
-            args: str | dict[str, object] = use.input.get("_raw_arguments", use.input)  # type: ignore[assignment]
+            raw = use.input.get("_raw_arguments")
+            args: str | dict[str, object] = raw if isinstance(raw, str) else use.input
             output = self.tools.execute(use.name, args, max_chars=max_chars)
             return output, (time.monotonic() - started) * 1000
 

@@ -55,7 +55,7 @@ class ToolEnd:
 class ContextAction:
     """The governor changed the conversation. `before`/`after` are context tokens."""
 
-    action: Literal["cleared", "compacted", "restored"]
+    action: Literal["cleared", "compacted", "restored", "reset"]
     before: int
     after: int
     count: int = 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from aforo import __version__
@@ -103,11 +102,10 @@ def run_once(argv: list[str]) -> int:
     return EXIT_CODES[result.reason]
 
 
-SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {}
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    from aforo.cli.subcommands import SUBCOMMANDS
+
     if argv and argv[0] in SUBCOMMANDS:
         return SUBCOMMANDS[argv[0]](argv[1:])
     try:

@@ -105,6 +105,8 @@ class HumanRenderer:
             return f"~ cleared {event.count} old tool results: {span}"
         if event.action == "compacted":
             return f"~ conversation compacted: {span} (checkpoint {event.checkpoint}; /undo restores it)"
+        if event.action == "reset":
+            return f"~ conversation cleared: {span} (checkpoint {event.checkpoint}; /undo restores it)"
         return f"~ conversation restored from checkpoint {event.checkpoint}: {span}"
 
 

@@ -184,6 +184,37 @@ class Governor:
         self.reset_detection()
         return prepared.restore
 
+    # --- explicit actions (the REPL's /compact, /clear, /undo) -------------------------------------
+
+    def compact_now(self, request: Request, provider: Provider, instructions: str | None = None) -> Request:
+        """Compact on request, through the same transaction. Raises CompactionError, history untouched."""
+        before, _exact = self.count(request)
+        return compact(self, request, provider, before, instructions)[0]
+
+    def start_over(self, request: Request) -> str:
+        """Forget the conversation, after a checkpoint that /undo can restore. Raises StoreError."""
+        before, _exact = self.count(request)
+        cp = self.take_checkpoint("manual_clear", request, before)
+        if cp is None:
+            raise StoreError("the checkpoint could not be written, so the conversation was kept")
+        after = self.count(request.with_messages(()))[0]
+        self.emit(ContextAction("reset", before, after, count=len(request.messages), checkpoint=cp))
+        self.reset_detection()
+        return cp
+
+    def undo(self, request: Request) -> tuple[str, tuple[Message, ...]] | None:
+        """The conversation as it was at the last checkpoint, or None when there is none."""
+        latest = self.journal.latest_checkpoint()
+        if latest is None:
+            return None
+        cp, messages = latest
+        before = self.count(request)[0]
+        after = self.count(request.with_messages(messages))[0]
+        self.emit(ContextAction("restored", before, after, count=len(messages), checkpoint=cp))
+        self.record("recovery", request, before, after, time.monotonic(), cause="undo", checkpoint=cp)
+        self.reset_detection()
+        return cp, tuple(messages)
+
     # --- after a call ----------------------------------------------------------------------------
 
     def observe(

@@ -1,0 +1,74 @@
+"""What fills the window, by section: the numbers behind `/context` (SPEC §1.5).
+
+Sections are sized with the calibrated estimate; when an exact counter gave the total, the sections are
+scaled to it so they add up to what the model really sees, and the view says which counter was used.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+from aforo.context.budget import Budget
+from aforo.context.tokens import CHARS_PER_TOKEN, message_chars, tools_chars
+from aforo.messages import Request, TextBlock, ToolResult, ToolUse
+
+
+@dataclass(frozen=True)
+class Section:
+    name: str
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    sections: tuple[Section, ...]
+    used: int
+    free: int
+    reserve: int
+    window: int
+    window_source: str
+    counter: str
+    exact: bool
+
+
+def breakdown(
+    request: Request, budget: Budget, *, ratio: float, total: int, exact: bool, counter: str
+) -> Breakdown:
+    chars: dict[str, float] = {"system prompt": 0, "AGENTS.md": 0, "tool definitions": 0}
+    for part in request.system:
+        key = "AGENTS.md" if part.name == "AGENTS.md" else "system prompt"
+        chars[key] += len(part.text)
+    chars["tool definitions"] = tools_chars(request.tools)
+    chars.update({"user messages": 0, "assistant messages": 0, "tool results": 0, "cleared results": 0})
+    for message in request.messages:
+        overhead = message_chars(message) - sum(_block_chars(b) for b in message.content)
+        chars[f"{message.role} messages"] += overhead
+        for block in message.content:
+            if isinstance(block, ToolResult):
+                chars["cleared results" if block.cleared else "tool results"] += len(block.content)
+            else:
+                chars[f"{message.role} messages"] += _block_chars(block)
+    raw_total = sum(chars.values()) / CHARS_PER_TOKEN
+    # Scale raw sizes to the total we trust (exact, or the calibrated estimate of the whole request).
+    scale = total / raw_total if raw_total else ratio
+    sections = tuple(Section(name, math.ceil(c / CHARS_PER_TOKEN * scale)) for name, c in chars.items())
+    return Breakdown(
+        sections,
+        used=total,
+        free=max(0, budget.available - total),
+        reserve=budget.reserve,
+        window=budget.window,
+        window_source=budget.source,
+        counter=counter,
+        exact=exact,
+    )
+
+
+def _block_chars(block: TextBlock | ToolUse | ToolResult) -> int:
+    if isinstance(block, TextBlock):
+        return len(block.text)
+    if isinstance(block, ToolUse):
+        return len(block.name) + len(json.dumps(block.input, ensure_ascii=False))
+    return len(block.content)
