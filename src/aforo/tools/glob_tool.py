@@ -22,10 +22,10 @@ _COUNT_SLACK = 10_000
 GLOB_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern to match."},
+        "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern."},
         "path": {
             "type": "string",
-            "description": "Directory to search in, relative to the workspace (default: the root).",
+            "description": "Directory (default: workspace root).",
         },
     },
     "required": ["pattern"],
@@ -35,11 +35,7 @@ GLOB_SCHEMA: dict[str, Any] = {
 
 class Glob:
     name = "Glob"
-    description = (
-        "Find files whose path matches a glob pattern, e.g. '*.py', '**/*.ts', 'src/**/test_*.py'. "
-        "A pattern without '/' matches file names at any depth. Files ignored by .gitignore are skipped. "
-        "Returns paths relative to the workspace, most recently modified first."
-    )
+    description = "Find files by glob ('*.py', 'src/**/test_*.py'), newest first. Skips .gitignored files."
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES, timeout: float = ripgrep.DEFAULT_TIMEOUT):
         self.max_entries = max_entries

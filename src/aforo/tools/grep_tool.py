@@ -31,25 +31,25 @@ OUTPUT_MODES = ("content", "files_with_matches", "count")
 GREP_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "pattern": {"type": "string", "minLength": 1, "description": "Regular expression to search for."},
+        "pattern": {"type": "string", "minLength": 1, "description": "Regex."},
         "path": {
             "type": "string",
-            "description": "File or directory to search, relative to the workspace (default: the root).",
+            "description": "File or directory (default: root).",
         },
-        "glob": {"type": "string", "description": "Only search files matching this glob, e.g. '*.py'."},
-        "ignore_case": {"type": "boolean", "description": "Case-insensitive search (default false)."},
+        "glob": {"type": "string", "description": "Only files matching this glob."},
+        "ignore_case": {"type": "boolean"},
         "context": {
             "type": "integer",
             "minimum": 0,
             "maximum": 20,
-            "description": "Lines of context around each match (content mode only).",
+            "description": "Lines around each match.",
         },
         "output_mode": {"type": "string", "enum": list(OUTPUT_MODES)},
         "max_results": {
             "type": "integer",
             "minimum": 1,
             "maximum": 2000,
-            "description": f"Maximum lines/files to return (default {DEFAULT_MAX_RESULTS}).",
+            "description": f"Default {DEFAULT_MAX_RESULTS}.",
         },
     },
     "required": ["pattern"],
@@ -60,9 +60,8 @@ GREP_SCHEMA: dict[str, Any] = {
 class Grep:
     name = "Grep"
     description = (
-        "Search file contents with a regular expression (ripgrep syntax). Files ignored by .gitignore "
-        "are skipped. output_mode 'content' (default) shows matching lines as path:line:text, "
-        "'files_with_matches' lists the files, 'count' gives matches per file."
+        "Search file contents by regex (ripgrep). Skips .gitignored files. output_mode: content "
+        "(path:line:text, default), files_with_matches or count."
     )
 
     def __init__(self, timeout: float = ripgrep.DEFAULT_TIMEOUT):

@@ -20,7 +20,7 @@ LS_SCHEMA: dict[str, Any] = {
     "properties": {
         "path": {
             "type": "string",
-            "description": "Directory to list, relative to the workspace (default: the root).",
+            "description": "Directory (default: workspace root).",
         },
     },
     "additionalProperties": False,
@@ -29,10 +29,7 @@ LS_SCHEMA: dict[str, Any] = {
 
 class LS:
     name = "LS"
-    description = (
-        "List the files and directories in a directory (directories end with '/', symlinks show "
-        "their target). Defaults to the workspace root."
-    )
+    description = "List a directory (default: workspace root); directories end with '/'."
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
         self.max_entries = max_entries

@@ -31,17 +31,17 @@ READ_SCHEMA: dict[str, Any] = {
         "file_path": {
             "type": "string",
             "minLength": 1,
-            "description": "File to read, relative to the workspace.",
+            "description": "Path relative to the workspace.",
         },
         "offset": {
             "type": "integer",
             "minimum": 1,
-            "description": "First line to show (1-based, default 1).",
+            "description": "First line (1-based).",
         },
         "limit": {
             "type": "integer",
             "minimum": 1,
-            "description": f"How many lines to show (default {DEFAULT_LIMIT}).",
+            "description": "Number of lines.",
         },
     },
     "required": ["file_path"],
@@ -51,11 +51,7 @@ READ_SCHEMA: dict[str, Any] = {
 
 class Read:
     name = "Read"
-    description = (
-        "Read a text file. Lines are numbered like `cat -n`. For long files pass offset (first line, "
-        f"1-based) and limit (number of lines, default {DEFAULT_LIMIT}); the answer says the total "
-        "line count when it shows only part of the file."
-    )
+    description = "Read a text file with line numbers. For long files pass offset (first line) and limit."
 
     def __init__(self, default_limit: int = DEFAULT_LIMIT):
         self.default_limit = default_limit

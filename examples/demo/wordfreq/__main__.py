@@ -1,0 +1,3 @@
+from wordfreq.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""The `real` tests run against a real llama-server started by `scripts/real-model run` (make test-real).
+
+That script exports AFORO_REAL_BASE_URL (http://127.0.0.1:PORT/v1) and AFORO_REAL_MODEL. Without them
+every `real` test is skipped with a reason that says how to run them, and the summary says so in
+capitals: a skipped real suite must never look like a passed one.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+HOW = "run via `make test-real` (scripts/real-model run -- .venv/bin/pytest -q -m real)"
+
+
+def _unavailable_reason() -> str | None:
+    if os.environ.get("AFORO_REAL_UNAVAILABLE"):
+        return f"the real model cannot run on this platform: {os.environ['AFORO_REAL_UNAVAILABLE']}"
+    if not os.environ.get("AFORO_REAL_BASE_URL"):
+        return f"AFORO_REAL_BASE_URL is not set: no real llama-server; {HOW}"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = _unavailable_reason()
+    if reason is None:
+        return
+    for item in items:
+        if "real" in item.keywords:
+            item.add_marker(pytest.mark.skip(reason=reason))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    reason = _unavailable_reason()
+    skipped = [r for r in terminalreporter.stats.get("skipped", []) if "real" in getattr(r, "keywords", {})]
+    if reason is not None and skipped:
+        terminalreporter.write_sep("!", f"{len(skipped)} REAL-MODEL TESTS SKIPPED: {reason}", red=True)
+
+
+@pytest.fixture(scope="session")
+def real_base_url() -> str:
+    """The running llama-server's OpenAI base URL, ending in /v1."""
+    reason = _unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    return os.environ["AFORO_REAL_BASE_URL"].rstrip("/")
+
+
+@pytest.fixture(scope="session")
+def real_model() -> str:
+    return os.environ.get("AFORO_REAL_MODEL", "")
+
+
+@pytest.fixture(scope="session")
+def real_server_url(real_base_url: str) -> str:
+    """The same server without /v1, for llama-server's own endpoints (/props, /health, /tokenize)."""
+    return real_base_url.removesuffix("/v1")
