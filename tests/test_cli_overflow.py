@@ -96,9 +96,11 @@ def test_truncating_server_never_yields_a_lost_task_answer(
 
 @pytest.mark.parametrize("window", [2048, 4096])
 def test_first_crossing_by_less_than_the_first_message_is_caught(tmp_path: Path, window: int) -> None:
-    # A long first message: the crossing turn drops only it, and the report still grows.
+    # A long first message (~175 tokens) and small files (~110-160 tokens a turn): the turn that
+    # crosses the window overshoots it by less than the first message, so the server drops only the
+    # user's request and the reported prompt still grows.
     prompt = f"{MARKER} " + "Read every notes file and summarize the budget rules. " * 12
-    files = workspace(tmp_path, [700 + 37 * i for i in range(30)])
+    files = workspace(tmp_path, [300 + 7 * i for i in range(70)])
     server = TruncatingServer(policy(files), window=window, mode="ollama")
     with LiveServer(server.app) as live:
         run = run_cli(
@@ -110,6 +112,8 @@ def test_first_crossing_by_less_than_the_first_message_is_caught(tmp_path: Path,
             "test-model",
             "--context-window",
             "32768",
+            "--max-turns",
+            "90",
             "--json",
             prompt,
         )

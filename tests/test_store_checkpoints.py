@@ -22,10 +22,15 @@ FAKE_KEY = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
 def conversation() -> list[Message]:
     return [
         Message.user("Find where the retry policy lives. Do not touch tests/."),
-        Message("assistant", (TextBlock("Searching."), ToolUse("call_1", "Grep", {"pattern": "retry", "path": "src"}))),
+        Message(
+            "assistant",
+            (TextBlock("Searching."), ToolUse("call_1", "Grep", {"pattern": "retry", "path": "src"})),
+        ),
         Message("user", (ToolResult("call_1", "src/net.py:12: RETRIES = 3\nsrc/net.py:40: def retry(fn):"),)),
         Message("assistant", (ToolUse("call_2", "Read", {"file_path": "missing.py"}),)),
-        Message("user", (ToolResult("call_2", "no such file", is_error=True), ToolResult("x", "", cleared=True))),
+        Message(
+            "user", (ToolResult("call_2", "no such file", is_error=True), ToolResult("x", "", cleared=True))
+        ),
         Message.assistant("The policy is in src/net.py lines 12-40. Ünïcödé and emoji 🚀 survive too."),
     ]
 
@@ -166,7 +171,9 @@ def good_dict() -> dict[str, Any]:
         (json.dumps({**good_dict(), "messages": [{"role": "system", "content": []}]}).encode(), "role"),
     ],
 )
-def test_bad_files_are_refused_with_path_and_reason(store: CheckpointStore, payload: bytes, message: str) -> None:
+def test_bad_files_are_refused_with_path_and_reason(
+    store: CheckpointStore, payload: bytes, message: str
+) -> None:
     path = write_raw(store, payload)
     with pytest.raises(StoreError, match=message) as info:
         store.load(path)

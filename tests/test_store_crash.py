@@ -106,7 +106,9 @@ def test_sigkill_during_writes_never_leaves_a_corrupt_checkpoint(tmp_path: Path)
             time.sleep(rng.uniform(0.002, 0.08))
             os.kill(int(ready[1]), signal.SIGKILL)
             status = int(zygote.stdout.readline().split()[1])
-            assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, "the writer died on its own"
+            assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL, (
+                "the writer died on its own"
+            )
 
             cp = load_checkpoint(slot)  # raises StoreError if torn
             assert cp == expected[cp.id]

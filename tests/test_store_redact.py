@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from aforo.store import redact as redact_module
 from aforo.store.redact import redact, redact_obj
 
 _rng = random.Random(20240601)
@@ -83,6 +84,12 @@ SECRET_CASES: list[tuple[str, str]] = [
     ("-----BEGIN EC PRIVATE KEY-----\n{s}\n[output truncated]", PEM_BODY),
     ("SENDGRID_API_KEY={s}", "SG." + rand(ALNUM + "-_", 22) + "." + rand(ALNUM + "-_", 43)),
     ("//registry.npmjs.org/:_authToken={s}", "npm_" + rand(ALNUM, 36)),
+    # .env files as the tools show them: a numbered listing (Read) and grep's path:line: prefix.
+    (
+        "     3\tSESSION_SECRET={s}\n     4\tDEBUG=true",
+        "".join(_rng.choice(string.ascii_letters) for _ in range(24)),
+    ),
+    (".env:7:WEBHOOK_AUTH={s}", "".join(_rng.choice(string.ascii_letters) for _ in range(20))),
 ]
 
 
@@ -163,6 +170,9 @@ NON_SECRETS = [
     "token_limit = 25_000",
     "const apiKey = process.env.API_KEY;",
     "    expires_at: datetime",
+    "src/client.py:120:        auth=auth,",
+    "    12\t    token = self._token",
+    "     3\tDEBUG=true",
 ]
 
 
@@ -189,6 +199,15 @@ def test_redact_obj_walks_structures_and_judges_keys() -> None:
     assert out["extra"]["password_field"] == "pw"
     assert out["extra"]["max_tokens"] == 1024
     assert obj["extra"]["password"] == "plainword"  # the input is not mutated
+
+
+def test_memo_is_bounded_by_size() -> None:
+    memo = redact_module._Memo(max_chars=1000)
+    texts = [f"{i:04d} " + "plain text " * 20 for i in range(50)]
+    for text in texts:
+        assert memo.get(text) == text
+    assert memo.chars <= 1000
+    assert texts[-1] in memo.items and texts[0] not in memo.items
 
 
 def test_a_100kb_conversation_redacts_fast() -> None:

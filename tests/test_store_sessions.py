@@ -32,7 +32,9 @@ def record(store: SessionStore, workspace: Path, text: str = "Explain src/net.py
 
 
 def test_save_load_round_trip_and_title(store: SessionStore, tmp_path: Path) -> None:
-    rec = record(store, tmp_path, "Explain the retry policy in src/net.py, please, in plenty of detail thanks\nmore")
+    rec = record(
+        store, tmp_path, "Explain the retry policy in src/net.py, please, in plenty of detail thanks\nmore"
+    )
     rec.messages += [
         Message("assistant", (TextBlock("Reading."), ToolUse("c1", "Read", {"file_path": "src/net.py"}))),
         Message("user", (ToolResult("c1", "1\tRETRIES = 3"),)),
@@ -40,7 +42,9 @@ def test_save_load_round_trip_and_title(store: SessionStore, tmp_path: Path) -> 
     ]
     path = store.save(rec)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert rec.title.startswith("Explain the retry policy") and rec.title.endswith("…") and len(rec.title) == 60
+    assert (
+        rec.title.startswith("Explain the retry policy") and rec.title.endswith("…") and len(rec.title) == 60
+    )
     back = store.load(rec.id)
     assert back == rec
     assert rec.updated_at >= rec.created_at
@@ -83,7 +87,9 @@ def test_list_newest_first_and_latest_per_workspace(store: SessionStore, tmp_pat
     assert [s.title for s in store.list(limit=1)] == ["third"]
 
 
-def test_corrupt_session_file_gives_clear_error_and_is_listed_as_such(store: SessionStore, tmp_path: Path) -> None:
+def test_corrupt_session_file_gives_clear_error_and_is_listed_as_such(
+    store: SessionStore, tmp_path: Path
+) -> None:
     good = record(store, tmp_path)
     store.save(good)
     bad_id = "20250101-000000-deadbeef"
@@ -105,7 +111,9 @@ def test_corrupt_session_file_gives_clear_error_and_is_listed_as_such(store: Ses
         ({"kind": "aforo.session", "schema_version": 1, "id": "x"}, "missing field"),
     ],
 )
-def test_foreign_newer_or_incomplete_session_files(store: SessionStore, payload: dict[str, object], message: str) -> None:
+def test_foreign_newer_or_incomplete_session_files(
+    store: SessionStore, payload: dict[str, object], message: str
+) -> None:
     store.root.mkdir(parents=True)
     store.path("odd").write_text(json.dumps(payload))
     with pytest.raises(StoreError, match=message):

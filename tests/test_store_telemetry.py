@@ -37,9 +37,14 @@ def test_an_old_database_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None:
     )
     old.close()
     with Telemetry(path) as t:
-        t.record("clearing", session="new", tokens_before=900, tokens_after=400, window=4096, window_source="props")
+        t.record(
+            "clearing", session="new", tokens_before=900, tokens_after=400, window=4096, window_source="props"
+        )
         rows = t.rows()
-    assert [(r["session"], r["tokens_estimated"], r["window"]) for r in rows] == [("old", 42, None), ("new", None, 4096)]
+    assert [(r["session"], r["tokens_estimated"], r["window"]) for r in rows] == [
+        ("old", 42, None),
+        ("new", None, 4096),
+    ]
     applied = [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM _migrations ORDER BY name")]
     assert applied == [fn.__name__ for fn in telemetry.MIGRATIONS]
     # Opening again applies nothing twice.
@@ -85,7 +90,14 @@ def test_export_jsonl_has_every_field(tmp_path: Path) -> None:
 
 def fill(t: Telemetry) -> None:
     t.record("admission", session="a", tokens_estimated=1000)
-    t.record("clearing", session="a", tokens_before=4300, tokens_after=3700, bytes_before=17_000, bytes_after=14_000)
+    t.record(
+        "clearing",
+        session="a",
+        tokens_before=4300,
+        tokens_after=3700,
+        bytes_before=17_000,
+        bytes_after=14_000,
+    )
     t.record("compaction", session="a", tokens_before=3700, tokens_after=849)
     t.record("admission", session="b", tokens_estimated=800)
     t.record("compaction", session="b", tokens_before=8000, tokens_after=2000)

@@ -8,8 +8,14 @@ capitals: a skipped real suite must never look like a passed one.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+
+from aforo.messages import Message, Request
+from aforo.prompt import system_prompt
+from aforo.tools.registry import default_registry
 
 HOW = "run via `make test-real` (scripts/real-model run -- .venv/bin/pytest -q -m real)"
 
@@ -56,3 +62,23 @@ def real_model() -> str:
 def real_server_url(real_base_url: str) -> str:
     """The same server without /v1, for llama-server's own endpoints (/props, /health, /tokenize)."""
     return real_base_url.removesuffix("/v1")
+
+
+DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"
+
+
+@pytest.fixture(scope="session")
+def demo_workspace() -> Path:
+    return DEMO
+
+
+@pytest.fixture(scope="session")
+def demo_request(real_model: str) -> Callable[..., Request]:
+    """Build the request aforo sends for examples/demo: its system prompt, its tools, these messages."""
+    system = system_prompt(DEMO)
+    tools = default_registry(DEMO).specs
+
+    def build(*messages: Message, max_tokens: int = 256) -> Request:
+        return Request(real_model, system, tools, tuple(messages), max_tokens)
+
+    return build

@@ -1,20 +1,29 @@
-"""`aforo`: parse flags, build the configuration, run one prompt (or a subcommand), exit with the ending.
+"""`aforo`: parse flags, build the configuration, run one prompt, the interactive session or a subcommand.
 
-Thin by design: configuration in `config`, wiring in `wiring`, output in `render`.
+Thin by design: configuration in `config`, wiring in `wiring`, output in `render`, the conversation on
+disk in `session_keeper`, the interactive session in `repl`. Every run is a saved session.
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from aforo import __version__
-from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, load_config
+from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, Config, load_config
 from aforo.cli.render import HumanRenderer, JsonRenderer
-from aforo.context.memory_journal import MemoryJournal
-from aforo.errors import AforoError, ConfigError
-from aforo.events import EventSink, RunEnd, RunResult
+from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
+from aforo.errors import AforoError, ConfigError, StoreError
+from aforo.events import EventSink, Info, RunEnd, RunResult, Warning
+from aforo.store.checkpoints import CheckpointStore, MiB
+from aforo.store.journal import StoreJournal
+from aforo.store.paths import checkpoints_dir, sessions_dir
+from aforo.store.sessions import SessionRecord, SessionStore
+from aforo.store.telemetry import Telemetry
 
 EXIT_CODES = {
     "end_turn": 0,
@@ -26,6 +35,7 @@ EXIT_CODES = {
     "aborted": 130,
 }
 EXIT_USAGE = 2
+SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,6 +60,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
     parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=LATEST,
+        default=None,
+        metavar="ID",
+        help="continue a saved conversation (default: the latest of this workspace); "
+        "with a prompt it answers it, without one it opens the interactive session",
+    )
     parser.add_argument("--version", action="version", version=f"aforo {__version__}")
     return parser
 
@@ -81,25 +100,97 @@ def run_once(argv: list[str]) -> int:
     except ConfigError as exc:
         print(f"aforo: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    prompt = " ".join(args.prompt).strip()
-    if not prompt and not sys.stdin.isatty():
+    resume, words = _split_resume(args.resume, list(args.prompt))
+    prompt = " ".join(words).strip()
+    interactive = not prompt and sys.stdin.isatty()
+    if not prompt and not interactive:
         prompt = sys.stdin.read().strip()
-    if not prompt:
-        print('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"', file=sys.stderr)
+        if not prompt:
+            print('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"', file=sys.stderr)
+            return EXIT_USAGE
+    if interactive and cfg.json:
+        print("aforo: --json needs a prompt (the interactive session renders for people)", file=sys.stderr)
         return EXIT_USAGE
+    try:
+        store = SessionStore(sessions_dir())
+        record, notes = _open_record(store, resume, cfg.workspace)
+        checkpoints = CheckpointStore(
+            checkpoints_dir(),
+            session_quota_bytes=int(cfg.checkpoint_session_quota_mb * MiB),
+            total_quota_bytes=int(cfg.checkpoint_total_quota_mb * MiB),
+        )
+    except StoreError as exc:
+        print(f"aforo: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if resume and cfg.model is None and record.model:
+        cfg = replace(cfg, model=record.model)  # continue with the model the conversation was held with
     emit = renderer(cfg.json)
+    telemetry = _open_telemetry(emit)
+    try:
+        return _start(cfg, emit, store, record, notes, checkpoints, telemetry, prompt, interactive)
+    finally:
+        if telemetry is not None:
+            telemetry.close()
+
+
+def _start(
+    cfg: Config,
+    emit: EventSink,
+    store: SessionStore,
+    record: SessionRecord,
+    notes: list[str],
+    checkpoints: CheckpointStore,
+    telemetry: Telemetry | None,
+    prompt: str,
+    interactive: bool,
+) -> int:
     from aforo.cli.wiring import build_runtime
 
+    journal = StoreJournal(record.id, checkpoints, telemetry, emit)
+    keeper = SessionKeeper(store, record, emit, journal)
     try:
-        runtime = build_runtime(cfg, emit, MemoryJournal())
+        runtime = build_runtime(cfg, keeper, journal, session=record.id)
     except ConfigError as exc:
         print(f"aforo: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except AforoError as exc:
         emit(RunEnd(RunResult("error", error=str(exc))))
         return EXIT_CODES["error"]
+    keeper.attach(runtime.agent, model=runtime.model, base_url=cfg.base_url)
+    for note in notes + mismatch_warnings(record, cfg.workspace, runtime.model):
+        emit(Warning(note))
+    resumed = f" (resumed: {len(record.messages)} messages)" if record.messages else ""
+    emit(Info({"session": record.id + resumed}))
+    if interactive:
+        from aforo.cli.repl import start_repl
+
+        return start_repl(keeper, runtime.provider, store, cfg.workspace, runtime.model)
+    keeper.begin(prompt)
     result = runtime.agent.run(prompt)
+    keeper.save()
     return EXIT_CODES[result.reason]
+
+
+def _split_resume(value: str | None, words: list[str]) -> tuple[str | None, list[str]]:
+    """`--resume` takes an optional ID: a value that is no session id is the prompt's first word."""
+    if value is None or value == LATEST or SESSION_ID.fullmatch(value):
+        return value, words
+    return LATEST, [value, *words]
+
+
+def _open_record(store: SessionStore, resume: str | None, workspace: Path) -> tuple[SessionRecord, list[str]]:
+    if resume is None:
+        return SessionRecord(id=store.new_id(), workspace=str(workspace)), []
+    return find_session(store, resume, workspace)
+
+
+def _open_telemetry(emit: EventSink) -> Telemetry | None:
+    """Telemetry is a record, not the work: when its database cannot be opened the run goes on."""
+    try:
+        return Telemetry()
+    except StoreError as exc:
+        emit(Warning(f"Telemetry is off for this run: {exc}"))
+        return None
 
 
 def main(argv: list[str] | None = None) -> int:

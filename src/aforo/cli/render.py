@@ -75,8 +75,8 @@ class HumanRenderer:
             self.out.file.flush()
             self._in_text = not event.text.endswith("\n")
         elif isinstance(event, Info):
-            for key, value in event.fields.items():
-                self._line(f"{key}: {value}", "dim")
+            for line in self._info_lines(event.fields):
+                self._line(line, "dim")
         elif isinstance(event, TurnEnd):
             extra = " (server truncated the prompt)" if event.truncated else ""
             self._line(ctx_line(event.context, event.window, event.exact) + extra, "cyan")
@@ -97,6 +97,18 @@ class HumanRenderer:
             self._line(result_line(event), "bold")
             if event.result.error and event.result.reason != "end_turn":
                 self._line(f"! {event.result.error}", "red", err=True)
+
+    @staticmethod
+    def _info_lines(f: dict[str, object]) -> list[str]:
+        if "window" not in f:
+            return [f"{k}: {v}" for k, v in f.items()]
+        counts = "exact" if f.get("counter") not in (None, "estimate") else "estimated"
+        return [
+            f"workspace: {f.get('workspace')}",
+            f"model: {f.get('model')} ({f.get('server')} at {f.get('base_url')})",
+            f"window: {f['window']} tokens from {f.get('window_source')}, {f.get('reserve')} reserved for "
+            f"the answer, counts {counts} ({f.get('counter')})",
+        ]
 
     @staticmethod
     def _context_text(event: ContextAction) -> str:

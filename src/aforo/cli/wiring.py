@@ -91,9 +91,13 @@ def build_runtime(cfg: Config, emit: EventSink, journal: Journal, *, session: st
         Info(
             {
                 "workspace": str(cfg.workspace),
-                "model": f"{model} ({server.kind} at {server.root_url})",
-                "window": f"{budget.window} tokens from {resolution.source}, {budget.reserve} reserved "
-                f"for the answer, counts {'exact (' + chosen.name + ')' if counter else 'estimated'}",
+                "model": model,
+                "server": server.kind,
+                "base_url": server.root_url,
+                "window": budget.window,
+                "window_source": resolution.source,
+                "reserve": budget.reserve,
+                "counter": chosen.name if counter else "estimate",
             }
         )
     )

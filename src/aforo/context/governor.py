@@ -83,6 +83,8 @@ class Governor:
         self.prev: Sample | None = None
         self._prev_len = 0
         self._fixed: tuple[int, int] = (0, 0)
+        # Prompt tokens of a one-character request with this system prompt and tools, per (system, tools).
+        self._baseline: dict[int, int] = {}
 
     # --- counting --------------------------------------------------------------------------------
 
@@ -267,7 +269,8 @@ class Governor:
         from aforo.context.calls import measure_new_content
 
         try:
-            tokens = measure_new_content(provider, request, new)
+            tokens, baseline = measure_new_content(provider, request, new, self._baseline.get(self._fixed[0]))
+            self._baseline[self._fixed[0]] = baseline
         except ProviderError as exc:
             # Unresolved suspicion fails safe: trusting it could mean answering without the task.
             self.emit(Warning(f"Could not measure the new content to check for truncation: {exc}"))

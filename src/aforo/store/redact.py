@@ -20,19 +20,18 @@ from __future__ import annotations
 
 import bisect
 import re
+import string
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Any
 
 from detect_secrets.plugins.artifactory import ArtifactoryDetector
 from detect_secrets.plugins.aws import AWSKeyDetector
 from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.cloudant import CloudantDetector
 from detect_secrets.plugins.discord import DiscordBotTokenDetector
 from detect_secrets.plugins.github_token import GitHubTokenDetector
 from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.ibm_cloud_iam import IbmCloudIamDetector
-from detect_secrets.plugins.ibm_cos_hmac import IbmCosHmacDetector
 from detect_secrets.plugins.jwt import JwtTokenDetector
 from detect_secrets.plugins.mailchimp import MailchimpDetector
 from detect_secrets.plugins.npm import NpmDetector
@@ -40,7 +39,6 @@ from detect_secrets.plugins.openai import OpenAIDetector
 from detect_secrets.plugins.pypi_token import PypiTokenDetector
 from detect_secrets.plugins.sendgrid import SendGridDetector
 from detect_secrets.plugins.slack import SlackDetector
-from detect_secrets.plugins.softlayer import SoftlayerDetector
 from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 from detect_secrets.plugins.stripe import StripeDetector
 from detect_secrets.plugins.telegram_token import TelegramBotTokenDetector
@@ -50,9 +48,10 @@ from aforo.store.secret_keys import secret_key_kind
 
 MARKER_PREFIX = "[REDACTED:"
 
-# Left out on purpose: IPPublic (an address is not a secret), BasicAuth and PrivateKey (ours below keep
-# the user and host, and cover the whole key block), Keyword and HighEntropy (need a file name or flag
-# hashes and ids; our assignment layer replaces Keyword).
+# Left out on purpose: IPPublic (an address is not a secret); BasicAuth and PrivateKey (ours below keep
+# the user and host, and cover the whole key block); Keyword, Cloudant, IbmCloudIam, IbmCosHmac and
+# Softlayer (`<keyword> = <value>` forms our assignment layer covers as a superset, and they cost a
+# regex search at every position of the text); HighEntropy (flags hashes and ids).
 _DETECT_SECRETS = (
     ArtifactoryDetector,
     AWSKeyDetector,
@@ -72,26 +71,25 @@ _DETECT_SECRETS = (
     TelegramBotTokenDetector,
     TwilioKeyDetector,
 )
-# These match `<keyword> = <value>` and start a search at every position: costly on long text, so they
-# run only on the lines that carry a keyword (see `_keyword_lines`).
-_KEYWORD_PLUGINS = (CloudantDetector, IbmCloudIamDetector, IbmCosHmacDetector, SoftlayerDetector)
 
 # Priorities decide the kind of merged spans: the most specific detector names the secret.
 _P_BLOCK, _P_TOKEN, _P_PLUGIN, _P_CONTEXT, _P_ASSIGN = 50, 40, 30, 20, 10
 
-_B = r"(?<![A-Za-z0-9_-])"  # a token starts at a boundary, not inside a longer word
+# Each starts with a literal, so the regex engine can skip ahead to it; that a token starts at a word
+# boundary (not inside a longer word) is checked on the match, as a lookbehind would defeat the skip.
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "_-")
 _OWN_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("anthropic-key", re.compile(_B + r"sk-ant-[A-Za-z0-9_-]{20,}")),
-    ("openai-key", re.compile(_B + r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}")),
-    ("github-token", re.compile(_B + r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
-    ("gitlab-token", re.compile(_B + r"glpat-[A-Za-z0-9_-]{20,}")),
-    ("slack-token", re.compile(_B + r"xox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("stripe-key", re.compile(_B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
-    ("google-api-key", re.compile(_B + r"AIza[0-9A-Za-z_-]{35}")),
-    ("huggingface-token", re.compile(_B + r"hf_(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{30,}")),
-    ("npm-token", re.compile(_B + r"npm_[A-Za-z0-9]{36}")),
-    ("aws-access-key", re.compile(_B + r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])")),
-    ("jwt", re.compile(_B + r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
+    ("anthropic-key", re.compile(r"sk-ant-[A-Za-z0-9_-]{20,}")),
+    ("openai-key", re.compile(r"sk-(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}")),
+    ("github-token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("gitlab-token", re.compile(r"glpat-[A-Za-z0-9_-]{20,}")),
+    ("slack-token", re.compile(r"xox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("stripe-key", re.compile(r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    ("google-api-key", re.compile(r"AIza[0-9A-Za-z_-]{35}")),
+    ("huggingface-token", re.compile(r"hf_(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{30,}")),
+    ("npm-token", re.compile(r"npm_[A-Za-z0-9]{36}")),
+    ("aws-access-key", re.compile(r"(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}(?![0-9A-Z])")),
+    ("jwt", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
 )
 
 _PRIVATE_KEY = re.compile(
@@ -106,20 +104,19 @@ _AUTH_HEADER = re.compile(
     r"(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
 )
 _BEARER = re.compile(r"(?i)\bbearer\s+(?P<secret>(?=[A-Za-z0-9._~+/-]*\d)[A-Za-z0-9._~+/-]{16,}=*)")
-_URL_PASSWORD = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@")
+_URL_PASSWORD = re.compile(r"://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@")
 
 _ASSIGNMENT = re.compile(
-    r"(?P<lead>^[ \t]*(?:export[ \t]+|-[ \t]+)?)?"
+    # A line start, also behind what tools put there: grep's `path:12:`, a numbered listing's `  12\t`.
+    r"(?P<lead>^[ \t]*(?:[\w./-]+[:-](?=\d))?(?:\d+[\t:│|→-][ \t]*)?(?:export[ \t]+|-[ \t]+)?)?"
     r"(?<![\w.])(?P<q>[\"']?)(?P<key>[A-Za-z_][A-Za-z0-9_.-]{0,100})(?P=q)"
     r"(?P<sep>[ \t]*(?::=|=>|=(?!=)|:(?![:/]))[ \t]*)"
     r"(?P<value>\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'|`[^`\n]*`|[^\s,;'\"`()\[\]{}<>&]+)",
     re.MULTILINE,
 )
 _FLAG = re.compile(r"(?<!\S)--(?P<key>[A-Za-z][A-Za-z0-9-]{2,60})(?:=|[ \t]+)(?P<value>[^\s\"'-][^\s\"']*)")
-# A cheap gate before the key classifier runs on each candidate.
+# A cheap gate: the lines worth the keyword-driven detectors, and the keys worth classifying.
 _SECRETISH = re.compile(r"(?i)pass|pwd|secret|token|key|auth|cred|pat\b")
-# Lines worth the keyword-driven detectors: a secret-ish word, or a vendor named by its URL form.
-_LINE_GATE = re.compile(r"(?i)pass|pw|secret|token|key|auth|cred|pat\b|softlayer|cloudant")
 
 _NOT_LITERAL_WORDS = "none null nil true false yes no on off undefined str string bytes int bool any optional"
 _NOT_LITERALS = frozenset([*_NOT_LITERAL_WORDS.split(), "secretstr", "required", "|", ">", ">-", "|-", "~"])
@@ -135,7 +132,6 @@ def _plugin_rules(plugins: tuple[type[Any], ...]) -> tuple[tuple[str, re.Pattern
 
 
 _PLUGIN_RULES = _plugin_rules(_DETECT_SECRETS)
-_KEYWORD_PLUGIN_RULES = _plugin_rules(_KEYWORD_PLUGINS)
 _TRIM = " \t\r\n\"'=:,"
 
 Span = tuple[int, int, int, str]  # start, end, priority, kind
@@ -223,18 +219,18 @@ def _keyword_lines(text: str) -> tuple[str, list[int], list[int]]:
     orig_starts: list[int] = []
     parts: list[str] = []
     pos = 0
-    last_line = -1
-    for m in _LINE_GATE.finditer(text):
-        line_start = text.rfind("\n", 0, m.start()) + 1
-        if line_start == last_line:
+    next_line = 0  # hits before this offset belong to a line already taken
+    for m in _SECRETISH.finditer(text):
+        if m.start() < next_line:
             continue
+        line_start = text.rfind("\n", 0, m.start()) + 1
         line_end = text.find("\n", m.end())
         line_end = len(text) if line_end < 0 else line_end
         sub_starts.append(pos)
         orig_starts.append(line_start)
         parts.append(text[line_start:line_end])
         pos += line_end - line_start + 1
-        last_line = line_start
+        next_line = line_end + 1
     return "\n".join(parts), sub_starts, orig_starts
 
 
@@ -249,7 +245,6 @@ def _keyword_spans(text: str) -> Iterator[Span]:
 
 
 def _chain_keyword_detectors(text: str) -> Iterator[Span]:
-    yield from _plugin_spans(text, _KEYWORD_PLUGIN_RULES)
     for m in _AUTH_HEADER.finditer(text):
         if not m.group("secret").startswith(MARKER_PREFIX):
             yield m.start("secret"), m.end("secret"), _P_CONTEXT, "authorization"
@@ -261,7 +256,8 @@ def _spans(text: str) -> Iterator[Span]:
         yield m.start(), m.end(), _P_BLOCK, "private-key"
     for kind, rx in _OWN_TOKENS:
         for m in rx.finditer(text):
-            yield m.start(), m.end(), _P_TOKEN, kind
+            if m.start() == 0 or text[m.start() - 1] not in _TOKEN_CHARS:
+                yield m.start(), m.end(), _P_TOKEN, kind
     yield from _plugin_spans(text, _PLUGIN_RULES)
     for rx, kind in ((_BEARER, "bearer-token"), (_URL_PASSWORD, "url-password")):
         for m in rx.finditer(text):
@@ -283,11 +279,43 @@ def _markers(text: str) -> list[tuple[int, int]]:
     return out
 
 
+class _Memo:
+    """Recently redacted strings, bounded by their total size rather than their number.
+
+    Sessions are saved after every turn with the whole history: the memo makes each save pay only for
+    the strings that are new since the last one (a str caches its own hash, and an unchanged text is
+    stored as the same object, so the memo holds references, not copies).
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self.items: OrderedDict[str, str] = OrderedDict()
+        self.lock = threading.Lock()
+
+    def get(self, text: str) -> str:
+        with self.lock:
+            hit = self.items.get(text)
+            if hit is not None:
+                self.items.move_to_end(text)
+                return hit
+        out = _redact(text)
+        with self.lock:
+            if text not in self.items:
+                self.items[text] = out
+                self.chars += len(text)
+            while self.chars > self.max_chars and self.items:
+                old, _ = self.items.popitem(last=False)
+                self.chars -= len(old)
+        return out
+
+
+_MEMO = _Memo(max_chars=16 * 1024 * 1024)
+
+
 def redact(text: str) -> str:
     """`text` with every detected secret replaced by `[REDACTED:<kind>]`."""
-    # Sessions are saved after every turn with the whole history: the cache makes each save pay only
-    # for the strings that are new since the last one (a str caches its own hash).
-    return _redact_cached(text) if len(text) >= 32 else _redact(text)
+    return _MEMO.get(text) if len(text) >= 32 else _redact(text)
 
 
 def _redact(text: str) -> str:
@@ -314,9 +342,6 @@ def _redact(text: str) -> str:
         pos = end
     parts.append(text[pos:])
     return "".join(parts)
-
-
-_redact_cached = lru_cache(maxsize=16384)(_redact)
 
 
 def redact_obj(obj: Any) -> Any:

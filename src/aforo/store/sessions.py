@@ -1,7 +1,8 @@
 """Sessions: the conversation saved after every turn, so `aforo --resume` survives a crash or a kill.
 
 One redacted JSON file per session (`root/<id>.json`), replaced atomically on each save: a kill at any
-moment leaves the previous turn's state or the new one. Ids sort by creation time.
+moment leaves the previous turn's state or the new one. Ids sort by creation time. Secrets never rest
+on disk: a resumed conversation shows `[REDACTED:<kind>]` where one was.
 """
 
 from __future__ import annotations

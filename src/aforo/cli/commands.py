@@ -1,0 +1,187 @@
+"""The REPL's slash commands: each one a method, each through the governor, each ending in a saved session.
+
+Commands never change the conversation behind the governor's back: compaction, reset and undo are the
+governor's transactions (checkpoint first); this class only adopts their result, says what happened
+in a sentence, and saves the session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from aforo.cli.context_view import render_context
+from aforo.cli.render import fmt_tokens
+from aforo.cli.session_keeper import SessionKeeper, find_session, mismatch_warnings
+from aforo.context.breakdown import breakdown
+from aforo.context.compaction import CompactionError
+from aforo.context.dropped import dropped
+from aforo.errors import StoreError
+from aforo.protocols import Provider
+from aforo.store.sessions import SessionRecord, SessionStore
+
+HELP = """\
+/context               what fills the window: sections, free space, reserve
+/compact [instructions] summarize the conversation now (instructions go to the summarizer)
+/clear                 start over (checkpointed: /undo brings the conversation back)
+/undo                  restore the conversation from the last checkpoint
+/dropped               what the last clearing, compaction or /clear removed
+/sessions              saved conversations, newest first
+/resume [ID]           continue a saved conversation (default: the previous one of this workspace)
+/help                  this list
+/quit                  leave (Ctrl-D too); Ctrl-C cancels a running answer"""
+
+
+class Commands:
+    def __init__(
+        self,
+        *,
+        keeper: SessionKeeper,
+        provider: Provider,
+        store: SessionStore,
+        workspace: Path,
+        model: str,
+        console: Console,
+        list_sessions: Callable[[], object],
+    ) -> None:
+        if keeper.agent is None:
+            raise ValueError("the session keeper must be attached to the agent first")
+        self.keeper = keeper
+        self.agent = keeper.agent
+        self.provider = provider
+        self.store = store
+        self.workspace = workspace
+        self.model = model
+        self.console = console
+        self.list_sessions = list_sessions
+        self.table: dict[str, Callable[[str], None]] = {
+            "/context": self.context,
+            "/compact": self.compact,
+            "/clear": self.clear,
+            "/undo": self.undo,
+            "/dropped": self.dropped,
+            "/sessions": lambda _arg: self.list_sessions(),
+            "/resume": self.resume,
+            "/help": lambda _arg: self.say(HELP),
+        }
+
+    def dispatch(self, line: str) -> bool:
+        """Run one command line; False when the user asked to leave."""
+        name, _, arg = line.strip().partition(" ")
+        if name in ("/quit", "/exit"):
+            return False
+        action = self.table.get(name)
+        if action is None:
+            close = [c for c in (*self.table, "/quit") if c.startswith(name[:3])]
+            hint = f" Did you mean {', '.join(close)}?" if close and name != "/" else ""
+            self.say(f"unknown command {name!r}.{hint} /help lists the commands.")
+            return True
+        action(arg.strip())
+        return True
+
+    def say(self, text: str) -> None:
+        self.console.print(text, markup=False, highlight=False)
+
+    # --- the commands ----------------------------------------------------------------------------
+
+    def context(self, _arg: str) -> None:
+        gov = self.agent.governor
+        request = self.agent.request()
+        total, exact = gov.count(request)
+        view = breakdown(
+            request,
+            gov.budget,
+            ratio=gov.calibration.ratio,
+            total=total,
+            exact=exact,
+            counter=gov.counter_name,
+        )
+        render_context(view, self.console)
+
+    def compact(self, instructions: str) -> None:
+        gov = self.agent.governor
+        try:
+            compacted = gov.compact_now(self.agent.request(), self.provider, instructions or None)
+        except CompactionError as exc:
+            self.say(f"not compacted: {exc}. The conversation is unchanged.")
+            return
+        self.agent.messages = list(compacted.messages)
+        self.keeper.save()
+
+    def clear(self, _arg: str) -> None:
+        try:
+            self.agent.governor.start_over(self.agent.request())
+        except StoreError as exc:
+            self.say(f"not cleared: {exc}")
+            return
+        self.agent.messages = []
+        self.keeper.save()
+
+    def undo(self, _arg: str) -> None:
+        gov = self.agent.governor
+        request = self.agent.request()
+        try:
+            restored = gov.undo(request)
+        except StoreError as exc:
+            self.say(f"cannot undo: {exc}")
+            return
+        if restored is None:
+            self.say("nothing to undo: no clearing, compaction or /clear has happened in this session.")
+            return
+        checkpoint, messages = restored
+        before = gov.count(request)[0]
+        after = gov.count(request.with_messages(messages))[0]
+        self.agent.messages = list(messages)
+        self.keeper.save()
+        self.say(
+            f"restored {len(messages)} messages from checkpoint {checkpoint}: "
+            f"{fmt_tokens(before)} -> {fmt_tokens(after)} tokens"
+        )
+
+    def dropped(self, _arg: str) -> None:
+        journal = self.keeper.journal
+        try:
+            checkpoint = journal.checkpoints.latest(journal.session)
+        except StoreError as exc:
+            self.say(f"cannot read the last checkpoint: {exc}")
+            return
+        if checkpoint is None:
+            self.say("nothing was dropped: no clearing, compaction or /clear has happened in this session.")
+            return
+        report = dropped(checkpoint.messages, self.agent.messages, checkpoint.reason)
+        self.say(f"{report.describe()} (checkpoint {checkpoint.id}; /undo restores it)")
+
+    def resume(self, wanted: str) -> None:
+        current = self.keeper.record.id
+        try:
+            if wanted:
+                record, notes = find_session(self.store, wanted, self.workspace)
+            else:
+                record, notes = self._previous(current)
+        except StoreError as exc:
+            self.say(f"cannot resume: {exc}")
+            return
+        if record.id == current:
+            self.say(f"session {current} is the one open.")
+            return
+        for note in notes + mismatch_warnings(record, self.workspace, self.model):
+            self.say(f"! {note}")
+        self.keeper.switch(record)
+        self.keeper.save()
+        request = self.agent.request()
+        tokens = self.agent.governor.count(request)[0]
+        self.say(
+            f"resumed session {record.id}: {len(self.agent.messages)} messages, {fmt_tokens(tokens)} tokens"
+        )
+
+    def _previous(self, current: str) -> tuple[SessionRecord, list[str]]:
+        """The newest saved session of this workspace other than the open one."""
+        here = str(self.workspace.resolve())
+        for summary in self.store.list():
+            if summary.error is None and summary.id != current and summary.workspace == here:
+                return self.store.load(summary.id), []
+        raise StoreError(
+            "no other saved session for this workspace; /sessions lists them all and /resume ID opens one"
+        )

@@ -1,0 +1,70 @@
+"""`/context`: what fills the window, as one bar and a table (SPEC §1.5).
+
+Each section has its own glyph as well as its own colour, so the bar still reads with NO_COLOR or in a
+log file. Free space and the answer's reserve end the bar: the reserve is room the prompt may not use.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from aforo.cli.render import fmt_tokens
+from aforo.context.breakdown import Breakdown
+
+BAR_WIDTH = 60
+# (glyph, colour) per section, in the order the breakdown gives them, then free and reserve.
+_STYLE = {
+    "system prompt": ("S", "blue"),
+    "AGENTS.md": ("A", "cyan"),
+    "tool definitions": ("T", "magenta"),
+    "user messages": ("U", "green"),
+    "assistant messages": ("M", "yellow"),
+    "tool results": ("R", "red"),
+    "cleared results": ("c", "bright_black"),
+    "free": (".", "white"),
+    "reserve": ("_", "bright_black"),
+}
+
+
+def rows(view: Breakdown) -> list[tuple[str, int]]:
+    return [(s.name, s.tokens) for s in view.sections] + [("free", view.free), ("reserve", view.reserve)]
+
+
+def bar(view: Breakdown, width: int = BAR_WIDTH) -> Text:
+    """Cells proportional to tokens; a non-empty section always gets at least one cell."""
+    items = rows(view)
+    total = max(1, view.window)
+    cells = [max(1, round(width * n / total)) if n > 0 else 0 for _, n in items]
+    # Rounding may overshoot or undershoot the width: the free part absorbs the difference.
+    free_at = [name for name, _ in items].index("free")
+    cells[free_at] = max(0, cells[free_at] + width - sum(cells))
+    out = Text("[")
+    for (name, _), n in zip(items, cells, strict=True):
+        glyph, colour = _STYLE.get(name, ("?", "white"))
+        out.append(glyph * n, style=colour)
+    out.append("]")
+    return out
+
+
+def render_context(view: Breakdown, console: Console) -> None:
+    counts = f"exact ({view.counter})" if view.exact else f"estimated ({view.counter})"
+    pct = round(100 * view.used / view.window) if view.window else 0
+    console.print(
+        f"context: {fmt_tokens(view.used)} of {fmt_tokens(view.window)} tokens used ({pct}%), "
+        f"window {view.window} from {view.window_source}, counts {counts}",
+        markup=False,
+        highlight=False,
+    )
+    console.print(bar(view), highlight=False)
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    table.add_column("", no_wrap=True)
+    table.add_column("section", no_wrap=True)
+    table.add_column("tokens", justify="right", no_wrap=True)
+    table.add_column("% window", justify="right", no_wrap=True)
+    for name, tokens in rows(view):
+        glyph, colour = _STYLE.get(name, ("?", "white"))
+        share = f"{100 * tokens / view.window:.1f}%" if view.window else "-"
+        table.add_row(Text(glyph, style=colour), name, str(tokens), share)
+    console.print(table, highlight=False)

@@ -1,0 +1,136 @@
+"""Keep the conversation on disk while it happens, so `aforo --resume` survives an exit, a crash or a kill.
+
+The keeper sits in the event stream between the agent and the renderer: after any event that follows a
+change of `agent.messages` it saves the session (an atomic replace, so a kill leaves the previous or the
+new state). The prompt is saved before the run starts, so a kill while the model thinks loses nothing
+the user typed. A saved conversation may end with tool calls whose results never came (killed while a
+tool ran or the next call was in flight): loading closes them with error results, as the agent does
+after a cancel, so the model never sees an action without its consequence.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aforo.agent import Agent
+from aforo.errors import StoreError
+from aforo.events import Event, EventSink, Warning
+from aforo.messages import Message, ToolResult
+from aforo.store.journal import StoreJournal
+from aforo.store.sessions import SessionRecord, SessionStore
+
+LATEST = "latest"
+INTERRUPTED_RESULT = "[aforo stopped before this tool call finished; run the tool again if you need it.]"
+
+
+def well_formed(messages: list[Message]) -> list[Message]:
+    """`messages` with results for the trailing tool calls that have none (kill mid-run)."""
+    if messages and messages[-1].role == "assistant" and messages[-1].tool_uses:
+        pending = messages[-1].tool_uses
+        closing = tuple(ToolResult(u.id, INTERRUPTED_RESULT, is_error=True) for u in pending)
+        return [*messages, Message("user", closing)]
+    return list(messages)
+
+
+def find_session(store: SessionStore, wanted: str, workspace: Path) -> tuple[SessionRecord, list[str]]:
+    """The session to resume (`wanted` is an id or LATEST: the newest of `workspace`) and warnings.
+
+    Raises StoreError naming the file when it is corrupt: a broken session is never silently used.
+    """
+    if wanted != LATEST:
+        return store.load(wanted), []
+    notes: list[str] = []
+    listing = store.list()
+    unreadable = [s for s in listing if s.error]
+    if unreadable:
+        notes.append(
+            f"skipped {len(unreadable)} unreadable session file(s), e.g. {unreadable[0].path}: "
+            f"{unreadable[0].error}"
+        )
+    here = str(workspace.resolve())
+    for summary in listing:
+        if summary.error is None and summary.workspace == here:
+            return store.load(summary.id), notes
+    raise StoreError(
+        f"no saved session for the workspace {here}; `aforo sessions` lists them, "
+        "and `aforo --resume ID` resumes one from anywhere."
+    )
+
+
+def mismatch_warnings(rec: SessionRecord, workspace: Path, model: str) -> list[str]:
+    """Say so before continuing a conversation held with another workspace or model."""
+    out = []
+    if rec.workspace and rec.workspace != str(workspace.resolve()):
+        out.append(
+            f"session {rec.id} was held in the workspace {rec.workspace}; continuing it in {workspace}: "
+            "paths the model saw may not exist here (pass --workspace to use the original)."
+        )
+    if rec.model and rec.model != model:
+        out.append(
+            f"session {rec.id} was held with the model {rec.model}; continuing it with {model}: "
+            "its answers and token counts may differ."
+        )
+    return out
+
+
+class SessionKeeper:
+    """An EventSink that forwards to `inner` and saves the session whenever the conversation changed."""
+
+    def __init__(
+        self, store: SessionStore, record: SessionRecord, inner: EventSink, journal: StoreJournal
+    ) -> None:
+        self.store = store
+        self.record = record
+        self.inner = inner
+        self.journal = journal
+        self.agent: Agent | None = None
+        self._saved: tuple[int, int, int] | None = None
+        self._failed = False
+
+    def attach(self, agent: Agent, *, model: str, base_url: str) -> None:
+        """Hand the (repaired) saved conversation to `agent` and follow it from now on."""
+        self.agent = agent
+        agent.messages = well_formed(self.record.messages)
+        self.record.model, self.record.base_url = model, base_url
+        self.record.window = agent.governor.budget.window
+
+    def switch(self, record: SessionRecord) -> None:
+        """Continue another saved session in this process (the REPL's /resume)."""
+        self.record = record
+        self._saved = None
+        if self.agent is not None:
+            self.agent.messages = well_formed(record.messages)
+            self.agent.governor.facts.session = record.id
+            self.agent.governor.reset_detection()
+        # Checkpoints and telemetry follow the conversation, so /undo restores this session's.
+        self.journal.session = record.id
+
+    def __call__(self, event: Event) -> None:
+        self.inner(event)
+        if self.agent is not None and self._fingerprint(self.agent.messages) != self._saved:
+            self.save()
+
+    def begin(self, prompt: str) -> None:
+        """Save the prompt before the run, so a kill before the first answer keeps it."""
+        if self.agent is not None:
+            self.save([*self.agent.messages, Message.user(prompt)])
+
+    def save(self, messages: list[Message] | None = None) -> None:
+        if self.agent is None:
+            return
+        current = list(self.agent.messages) if messages is None else messages
+        self.record.messages = current
+        self.record.window = self.agent.governor.budget.window
+        try:
+            self.store.save(self.record)
+        except StoreError as exc:
+            if not self._failed:
+                self.inner(Warning(f"The session is not being saved ({exc}); --resume will miss this run."))
+            self._failed = True
+            return
+        self._saved = self._fingerprint(current) if messages is None else None
+
+    @staticmethod
+    def _fingerprint(messages: list[Message]) -> tuple[int, int, int]:
+        # A transformation replaces the list, a turn appends to it: identity and length see both.
+        return (id(messages), len(messages), id(messages[-1]) if messages else 0)

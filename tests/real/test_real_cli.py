@@ -1,0 +1,51 @@
+"""End to end: the `aforo` console script answers a question about examples/demo with the real model.
+
+The contract, not the wording: exit 0, one JSON event per line of the known types, at least one real
+tool call run (the model writes its calls as text: this goes through the text tool-call fallback),
+and a single run_end with reason end_turn.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.cli import run_cli
+
+pytestmark = pytest.mark.real
+
+EVENT_TYPES = {"text_delta", "tool_start", "tool_end", "context", "warning", "turn_end", "run_end", "info"}
+QUESTION = "What does this project do? Read its files before answering."
+
+
+def test_demo_question_answered_after_real_tool_calls(
+    real_base_url: str, real_model: str, demo_workspace: Path
+) -> None:
+    run = run_cli(
+        "--workspace",
+        str(demo_workspace),
+        "--base-url",
+        real_base_url,
+        "--model",
+        real_model,
+        "--json",
+        QUESTION,
+        timeout=900,
+    )
+    assert run.code == 0, f"exit {run.code}\nstdout:\n{run.out[-3000:]}\nstderr:\n{run.err[-3000:]}"
+    events: list[dict[str, Any]] = run.events()
+    assert {e["type"] for e in events} <= EVENT_TYPES
+    end = run.run_end()
+    assert events[-1] == end
+    assert end["reason"] == "end_turn"
+    assert end["tool_calls"] >= 1
+    starts = [e for e in events if e["type"] == "tool_start"]
+    ends = [e for e in events if e["type"] == "tool_end"]
+    assert len(starts) == len(ends) == end["tool_calls"]
+    assert {s["name"] for s in starts} <= {"Glob", "Grep", "Read", "LS"}
+    # The answer itself is streamed text after the last tool result.
+    last_tool = max(i for i, e in enumerate(events) if e["type"] == "tool_end")
+    answer = "".join(e["text"] for e in events[last_tool:] if e["type"] == "text_delta")
+    assert answer.strip()

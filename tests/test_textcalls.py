@@ -1,0 +1,184 @@
+"""The text tool-call fallback, on outputs recorded from the real model and on synthetic variants."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from aforo.providers.textcalls import extract_text_tool_calls
+
+TOOLS = frozenset({"Glob", "Grep", "Read", "LS"})
+RECORDED = sorted((Path(__file__).parent / "data" / "real_outputs").glob("*.json"))
+
+
+def calls(text: str, tools: frozenset[str] = TOOLS) -> list[tuple[str, dict[str, Any]]]:
+    return extract_text_tool_calls(text, tools)[1]
+
+
+# --- recorded outputs of Qwen2.5-Coder 0.5B on llama-server (scripts/record-real-outputs) ---------
+
+
+def test_there_are_recorded_outputs() -> None:
+    assert len(RECORDED) >= 3
+
+
+@pytest.mark.parametrize("path", RECORDED, ids=[p.stem for p in RECORDED])
+def test_recorded_output_gives_the_recorded_calls(path: Path) -> None:
+    record = json.loads(path.read_text())
+    rest, found = extract_text_tool_calls(record["content"], record["tools"])
+    assert [[name, args] for name, args in found] == record["expected_calls"]
+    assert rest == record["expected_rest"]
+    # Nothing of a recognized call's JSON may stay behind in the text the user sees.
+    assert '"arguments"' not in rest
+
+
+# --- the shapes models write -----------------------------------------------------------------------
+
+
+def test_fenced_json_block_as_qwen_writes_it() -> None:
+    text = 'I will read it.\n```json\n{"name": "Read", "arguments": {"file_path": "cli.py"}}\n```'
+    assert extract_text_tool_calls(text, TOOLS) == ("I will read it.", [("Read", {"file_path": "cli.py"})])
+
+
+def test_fence_without_language_and_inline_fence() -> None:
+    assert calls('```\n{"name": "Glob", "arguments": {"pattern": "*.py"}}\n```') == [
+        ("Glob", {"pattern": "*.py"})
+    ]
+    assert calls('```{"name": "LS", "arguments": {"path": "."}}```') == [("LS", {"path": "."})]
+
+
+def test_bare_json_object_in_prose() -> None:
+    text = 'Let me look: {"name": "Grep", "arguments": {"pattern": "def main"}} then answer.'
+    rest, found = extract_text_tool_calls(text, TOOLS)
+    assert found == [("Grep", {"pattern": "def main"})]
+    assert rest == "Let me look:  then answer."
+
+
+def test_several_calls_in_order_fenced_tagged_and_listed() -> None:
+    text = (
+        '<tool_call>\n{"name": "Glob", "arguments": {"pattern": "**/*.py"}}\n</tool_call>\n'
+        '```json\n{"name": "Read", "arguments": {"file_path": "a.py"}}\n'
+        '{"name": "Read", "arguments": {"file_path": "b.py"}}\n```'
+    )
+    assert calls(text) == [
+        ("Glob", {"pattern": "**/*.py"}),
+        ("Read", {"file_path": "a.py"}),
+        ("Read", {"file_path": "b.py"}),
+    ]
+    listed = '```json\n[{"name": "Read", "arguments": {"file_path": "a.py"}}, {"name": "LS"}]\n```'
+    assert calls(listed) == [("Read", {"file_path": "a.py"}), ("LS", {})]
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"name": "Read", "parameters": {"file_path": "x"}},
+        {"tool": "Read", "parameters": {"file_path": "x"}},
+        {"tool": "Read", "args": {"file_path": "x"}},
+        {"tool": "Read", "input": {"file_path": "x"}},
+        {"tool_name": "Read", "tool_input": {"file_path": "x"}},
+        {"function": {"name": "Read", "arguments": {"file_path": "x"}}},
+        {"type": "function", "id": "c1", "function": {"name": "Read", "arguments": '{"file_path": "x"}'}},
+        {"name": "Read", "arguments": '{"file_path": "x"}'},
+        {"name": "functions.Read", "arguments": {"file_path": "x"}},
+        {"name": "Read", "file_path": "x"},
+        {"tool_calls": [{"function": {"name": "Read", "arguments": {"file_path": "x"}}}]},
+    ],
+)
+def test_common_variants(obj: dict[str, Any]) -> None:
+    assert calls(f"```json\n{json.dumps(obj)}\n```") == [("Read", {"file_path": "x"})]
+    assert calls(json.dumps(obj)) == [("Read", {"file_path": "x"})]
+
+
+def test_tool_call_tags_hermes_style_also_unclosed() -> None:
+    body = '{"name": "Read", "arguments": {"file_path": "x"}}'
+    assert extract_text_tool_calls(f"<tool_call>\n{body}\n</tool_call>", TOOLS) == (
+        "",
+        [("Read", {"file_path": "x"})],
+    )
+    # A stream cut right after the JSON (stop sequence, max_tokens) leaves the tag open.
+    assert calls(f"<tool_call>\n{body}") == [("Read", {"file_path": "x"})]
+
+
+def test_fence_inside_tag_and_tag_inside_fence_count_once() -> None:
+    body = '{"name": "Read", "arguments": {"file_path": "x"}}'
+    assert calls(f"<tool_call>\n```json\n{body}\n```\n</tool_call>") == [("Read", {"file_path": "x"})]
+    assert calls(f"```\n<tool_call>{body}</tool_call>\n```") == [("Read", {"file_path": "x"})]
+
+
+def test_python_literal_in_a_fence() -> None:
+    assert calls("```python\n{'name': 'Read', 'arguments': {'file_path': 'x'}}\n```") == [
+        ("Read", {"file_path": "x"})
+    ]
+
+
+def test_name_matching_exact_first_then_case_insensitive() -> None:
+    assert calls('{"name": "read", "arguments": {"file_path": "x"}}') == [("Read", {"file_path": "x"})]
+    assert calls('{"name": "GLOB", "arguments": {"pattern": "*"}}') == [("Glob", {"pattern": "*"})]
+    # Two tools differing only by case: the exact one wins.
+    both = frozenset({"read", "Read"})
+    assert calls('{"name": "read", "arguments": {}}', both) == [("read", {})]
+    assert calls('{"name": "Read", "arguments": {}}', both) == [("Read", {})]
+
+
+def test_missing_or_null_arguments_mean_none() -> None:
+    assert calls('{"name": "LS"}') == [("LS", {})]
+    assert calls('{"name": "LS", "arguments": null}') == [("LS", {})]
+
+
+# --- ordinary JSON stays text ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '```json\n{"version": "0.2.0", "files": 5}\n```',
+        '{"name": "wordfreq", "version": "0.2.0"}',
+        '```json\n{"name": "Write", "arguments": {"file_path": "x"}}\n```',
+        '{"name": "Bash", "arguments": {"command": "rm -rf /"}}',
+        '[{"name": "Read", "description": "reads a file"}, {"name": "Glob", "description": "finds files"}]',
+        '{"name": "Read", "arguments": "not json at all"}',
+        '{"name": "Read", "arguments": [1, 2]}',
+        '{"name": ["Read"], "arguments": {}}',
+        '{"result": {"name": "Read", "arguments": {"file_path": "x"}}}',
+        '```json\n{"name": "Read", "arguments": {"file_path": "x"\n```',
+        "The tool Read takes {file_path}. Use [offset, limit] for parts.",
+        "",
+    ],
+)
+def test_not_a_call(text: str) -> None:
+    assert extract_text_tool_calls(text, TOOLS) == (text, [])
+
+
+def test_a_list_with_one_non_call_is_not_a_call() -> None:
+    text = '[{"name": "Read", "arguments": {}}, {"name": "Bash", "arguments": {}}]'
+    assert calls(text) == []
+
+
+def test_no_tools_means_no_calls() -> None:
+    text = '{"name": "Read", "arguments": {"file_path": "x"}}'
+    assert extract_text_tool_calls(text, frozenset()) == (text, [])
+
+
+def test_fenced_calls_win_over_bare_json_elsewhere() -> None:
+    text = (
+        'The config is {"name": "Read", "arguments": {"file_path": "example"}}.\n'
+        '```json\n{"name": "Glob", "arguments": {"pattern": "*.toml"}}\n```'
+    )
+    rest, found = extract_text_tool_calls(text, TOOLS)
+    assert found == [("Glob", {"pattern": "*.toml"})]
+    assert rest.startswith("The config is {")
+
+
+@given(st.text(max_size=300))
+def test_never_crashes_and_text_without_braces_is_untouched(text: str) -> None:
+    rest, found = extract_text_tool_calls(text, TOOLS)
+    if not any(c in text for c in "{[") and "'" not in text:
+        assert (rest, found) == (text, [])
+    for name, args in found:
+        assert name in TOOLS and isinstance(args, dict)
