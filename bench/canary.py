@@ -1,0 +1,106 @@
+"""The canary of SPEC §5: a ~100 KB conversation compacted to a candidate that fits an 8k window.
+
+A task marker sits in the first user message; dozens of tool exchanges (code, JSON, logs) follow. The
+governor compacts through its transaction (checkpoint, summary request sized to fit, recount) and the
+candidate must fit `available` with the marker intact. Bytes and tokens are different units, so both
+are reported before and after.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from dataclasses import dataclass
+
+from aforo.context.budget import Budget
+from aforo.context.governor import Governor
+from aforo.context.memory_journal import MemoryJournal
+from aforo.context.policy import Policy
+from aforo.context.transaction import conversation_bytes
+from aforo.events import discard
+from aforo.messages import Message, Request, SystemPart, ToolResult, ToolUse
+from aforo.providers.fake import FakeProvider, FakeTurn
+
+MARKER = "CANARY-5531"
+TARGET_BYTES = 100_000
+
+
+@dataclass(frozen=True)
+class CanaryResult:
+    bytes_before: int
+    bytes_after: int
+    tokens_before: int
+    tokens_after: int
+    available: int
+    marker_intact: bool
+    summary_prompt_tokens: int
+
+
+def build_conversation(seed: int = 5) -> list[Message]:
+    rnd = random.Random(seed)
+    messages = [
+        Message.user(f"{MARKER}: find why the cache is invalidated on every request. Never edit files.")
+    ]
+    i = 0
+    while conversation_bytes(messages) < TARGET_BYTES:
+        kind = i % 3
+        if kind == 0:
+            body = "".join(
+                f"def handler_{i}_{n}(req):\n    return cache.get(req.key, {n})\n" for n in range(40)
+            )
+            use = ToolUse(f"c{i}", "Read", {"file_path": f"src/handlers_{i}.py"})
+        elif kind == 1:
+            body = json.dumps([{"key": f"k{n}", "hits": rnd.randint(0, 99), "ttl": 30} for n in range(60)])
+            use = ToolUse(f"c{i}", "Grep", {"pattern": "ttl", "path": f"data/{i}.json"})
+        else:
+            body = "\n".join(
+                f"2026-11-05T10:{n:02d}:00 cache miss key=k{rnd.randint(0, 99)}" for n in range(60)
+            )
+            use = ToolUse(f"c{i}", "Read", {"file_path": f"logs/app_{i}.log"})
+        messages += [Message("assistant", (use,)), Message("user", (ToolResult(use.id, body),))]
+        i += 1
+    return messages
+
+
+def run_canary() -> CanaryResult:
+    messages = build_conversation()
+    summary = (
+        f"Goal: {MARKER} find why the cache is invalidated on every request.\n"
+        "Constraints: never edit files.\nDecisions: handlers read with a default TTL of 30 s.\n"
+        "Evidence: src/handlers_*.py return cache.get with a per-handler default; logs show misses.\n"
+        "Next action: compare the TTL in data/*.json with the handlers' defaults."
+    )
+    provider = FakeProvider(lambda request: FakeTurn(summary))
+    budget = Budget(8192)
+    governor = Governor(budget=budget, policy=Policy(), journal=MemoryJournal(), emit=discard)
+    system = (SystemPart("You are a read-only coding assistant.", "system prompt"),)
+    request = Request("m", system, (), tuple(messages), budget.reserve)
+    before, _ = governor.count(request)
+    candidate = governor.compact_now(request, provider)
+    after, _ = governor.count(candidate)
+    summary_request = provider.requests[-1]
+    return CanaryResult(
+        bytes_before=conversation_bytes(messages),
+        bytes_after=conversation_bytes(candidate.messages),
+        tokens_before=before,
+        tokens_after=after,
+        available=budget.available,
+        marker_intact=MARKER in candidate.messages[0].text,
+        summary_prompt_tokens=provider.input_tokens(summary_request),
+    )
+
+
+def main() -> int:
+    r = run_canary()
+    print("canary (SPEC §5): a ~100 KB conversation compacted for an 8k window")
+    print(f"  before: {r.bytes_before} bytes, {r.tokens_before} tokens")
+    print(f"  summary request: {r.summary_prompt_tokens} prompt tokens (must fit {r.available})")
+    print(f"  after:  {r.bytes_after} bytes, {r.tokens_after} tokens (available {r.available})")
+    print(f"  marker intact: {r.marker_intact}")
+    ok = r.marker_intact and r.tokens_after <= r.available and r.summary_prompt_tokens <= r.available
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
