@@ -138,7 +138,10 @@ def test_a_checkpoint_bigger_than_the_quota_writes_nothing(tmp_path: Path, scope
     store = CheckpointStore(tmp_path, **kwargs)
     kept = store.write(small)
     big = make(messages=[Message.user("x" * 5000)], id="big")
-    with pytest.raises(QuotaExceeded, match=r"quota of \d+ bytes; nothing was written. Raise the quota"):
+    with pytest.raises(
+        QuotaExceeded,
+        match=r"quota of \d+ bytes; nothing was written. Raise the quota \(config key `checkpoint_",
+    ):
         store.write(big)
     assert [e.path for e in store.list()] == [kept]
     assert kept.exists()

@@ -10,7 +10,6 @@ import base64
 import json
 import random
 import string
-import time
 
 import pytest
 
@@ -210,7 +209,7 @@ def test_memo_is_bounded_by_size() -> None:
     assert texts[-1] in memo.items and texts[0] not in memo.items
 
 
-def test_a_100kb_conversation_redacts_fast() -> None:
+def test_a_100kb_conversation_is_redacted_whole() -> None:
     lines = []
     code = [t for t in NON_SECRETS] + ["    return self._client.request(method, url, **kwargs)"] * 5
     while sum(len(x) + 1 for x in lines) < 100_000:
@@ -218,9 +217,10 @@ def test_a_100kb_conversation_redacts_fast() -> None:
         template, secret = SECRET_CASES[len(lines) % len(SECRET_CASES)]
         lines.append(template.format(s=secret))
     text = "\n".join(lines)
-    # A fresh variant each time so the memo cannot answer for us.
-    start = time.perf_counter()
-    out = redact(text + "\n# run 1")
-    elapsed = time.perf_counter() - start
-    assert "[REDACTED:" in out
-    assert elapsed < 1.0, f"redacting {len(text)} chars took {elapsed:.2f}s"
+    out = redact(text)
+    # Speed lives in bench/redaction.py; here, every secret of the large text is gone.
+    for _template, secret in SECRET_CASES:
+        assert secret not in out
+    assert out.count("return self._client.request(method, url, **kwargs)") == text.count(
+        "return self._client.request(method, url, **kwargs)"
+    )

@@ -56,7 +56,7 @@ class Commands:
         self.model = model
         self.console = console
         self.list_sessions = list_sessions
-        self.table: dict[str, Callable[[str], None]] = {
+        self.table: dict[str, Callable[[str], object]] = {
             "/context": self.context,
             "/compact": self.compact,
             "/clear": self.clear,

@@ -225,15 +225,15 @@ class CheckpointStore:
         check_id(cp.session_id, "session id")
         check_id(cp.id, "checkpoint id")
         data = encode_checkpoint(cp)
-        for scope, quota, param in (
-            ("per-session", self.session_quota_bytes, "session_quota_bytes"),
-            ("total", self.total_quota_bytes, "total_quota_bytes"),
+        for scope, quota, key in (
+            ("per-session", self.session_quota_bytes, "checkpoint_session_quota_mb"),
+            ("total", self.total_quota_bytes, "checkpoint_total_quota_mb"),
         ):
             if len(data) > quota:
                 raise QuotaExceeded(
                     f"a checkpoint of {_size(len(data))} does not fit the {scope} checkpoint quota of "
-                    f"{_size(quota)}; nothing was written. Raise the quota ({param}) to keep checkpoints "
-                    "of conversations this long."
+                    f"{_size(quota)}; nothing was written. Raise the quota (config key `{key}`) to keep "
+                    "checkpoints of conversations this long."
                 )
         session_dir = ensure_dir(ensure_dir(self.root) / cp.session_id)
         remove_stale_temps(session_dir)

@@ -94,8 +94,9 @@ _OWN_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-    # Up to the matching END; a block cut short (tool output capped) is redacted to its last base64 run.
-    r"(?:.*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]*)"
+    # Up to the matching END, never across another BEGIN (a block cut short would otherwise swallow
+    # everything up to the next key's END); a block cut short is redacted to its last base64 run.
+    r"(?:(?:(?!-----BEGIN).)*?-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\:,-]*)"
     r"|PuTTY-User-Key-File-\d+:.*?Private-MAC:[ \t]*[0-9a-fA-F]+",
     re.DOTALL,
 )
