@@ -6,11 +6,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from support.scenario import make_agent, make_files
 
 from aforo.errors import ConnectError, ContextOverflowError
-from aforo.messages import Message, Request, TextBlock, ToolResult
+from aforo.messages import Message, MessageEnd, Request, TextBlock, ToolResult, Usage
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
+from support.scenario import make_agent, make_files
 
 
 def well_formed(messages: list[Message]) -> None:
@@ -51,7 +51,7 @@ def test_end_turn_after_tool_calls(tmp_path: Path) -> None:
 
 def test_max_turns(tmp_path: Path) -> None:
     provider = FakeProvider(lambda req: FakeTurn("", [("LS", {"path": "."})]))
-    agent, rec, _ = make_agent(tmp_path, provider, max_turns=3)
+    agent, _rec, _ = make_agent(tmp_path, provider, max_turns=3)
     result = agent.run("loop forever")
     assert result.reason == "max_turns" and result.turns == 3
     assert "--max-turns" in (result.error or "")
@@ -121,7 +121,7 @@ def test_text_tool_calls_are_executed(tmp_path: Path) -> None:
     make_files(tmp_path, 1, 100)
     written = 'Let me read it.\n```json\n{"name": "Read", "arguments": {"file_path": "mod00.py"}}\n```'
     provider = FakeProvider([FakeTurn(written), FakeTurn("It defines f_0_0.")])
-    agent, rec, _ = make_agent(tmp_path, provider)
+    agent, _rec, _ = make_agent(tmp_path, provider)
     assert agent.run("what is in mod00.py?").reason == "end_turn"
     assistant = agent.messages[1]
     assert [u.name for u in assistant.tool_uses] == ["Read"]
@@ -203,3 +203,18 @@ def test_results_are_capped(tmp_path: Path) -> None:
     assert "cut here to fit the context cap" in content
     assert len(content) / 4 <= agent.governor.policy.cap_tokens(agent.governor.budget) * 1.05
     assert isinstance(agent.messages[2].content[0], ToolResult)
+
+
+def test_generation_beyond_the_window_is_warned_and_marked(tmp_path: Path) -> None:
+    class Shifting(FakeProvider):
+        def stream(self, request, cancel=None):  # type: ignore[no-untyped-def]
+            for event in super().stream(request, cancel):
+                if isinstance(event, MessageEnd):
+                    # llama-server with --context-shift: prompt 3 600 + 966 generated in a 4096 window.
+                    event = MessageEnd(Usage(3600, output_tokens=966), event.stop_reason)
+                yield event
+
+    agent, rec, _ = make_agent(tmp_path, Shifting([FakeTurn("an answer")]), window=4096)
+    agent.run("question")
+    assert rec.of("turn_end")[0].context_shift
+    assert any("shifted context" in e.message for e in rec.of("warning"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
-from canary import run_canary  # noqa: E402
+from canary import run_canary
 
 
 def test_canary_fits_an_8k_window_with_the_marker_intact() -> None:

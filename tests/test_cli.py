@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from dialects.openai_app import Call, Failure, Reply, make_openai_app
 from support.cli import run_cli
 from support.live_server import LiveServer, free_port

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import random
 from pathlib import Path
-from typing import Any
 
 import pytest
+
 from dialects.openai_app import Call, Reply
 from dialects.truncating_app import LOST_TASK_ANSWER, Seen, TruncatingServer
 from support.cli import run_cli

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -116,7 +118,7 @@ def test_compacted_conversation_keeps_pairs_and_every_request(
     out = assemble(ledger, "Goal: x. Next action: y.", "cp-1", tail, mid_run=messages[-1].role == "user")
     assert pairs_intact(out)
     # Roles alternate, and mid-run the model is handed a user turn to act on.
-    assert all(a.role != b.role for a, b in zip(out, out[1:], strict=False))
+    assert all(a.role != b.role for a, b in itertools.pairwise(out))
     assert out[-1].role == ("user" if messages[-1].role == "user" else "assistant")
     for request in (m.text for m in messages if m.role == "user" and m.text.strip()):
         assert request in out[0].text

@@ -6,12 +6,12 @@ import random
 from pathlib import Path
 
 import pytest
-from support.scenario import TASK_KEY, is_summary_request, make_agent, make_files, reader_model
 
 from aforo.context.tokens import estimate_request
 from aforo.errors import HTTPStatusError
 from aforo.messages import Request
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
+from support.scenario import TASK_KEY, is_summary_request, make_agent, make_files, reader_model
 
 PROMPT = f"Task {TASK_KEY}: read every mod*.py file and tell me which one is the longest. Never guess."
 
@@ -101,7 +101,7 @@ def test_failed_compaction_warns_and_leaves_conversation(tmp_path: Path, summary
     warnings = [e.message for e in rec.of("warning")]
     assert any("Compaction failed" in w and why in w for w in warnings), warnings
     assert "compacted" not in [e.action for e in rec.of("context")]
-    assert PROMPT == agent.messages[0].text  # untouched, not a summary
+    assert agent.messages[0].text == PROMPT  # untouched, not a summary
     # Bounded: one summary attempt per model call, never a loop of summaries.
     calls = [r for r in provider.requests if is_summary_request(r)]
     normal = [r for r in provider.requests if not is_summary_request(r)]

@@ -118,9 +118,11 @@ EventSink = Callable[[Event], None]
 
 def event_to_dict(event: Event) -> dict[str, Any]:
     data = asdict(event)
+    # Flatten so scripts read `reason`, `window`... at the top level, like every other field.
     if isinstance(event, RunEnd):
-        # Flatten so scripts read `reason` at the top level, like every other field.
         data = {"type": "run_end", **data["result"]}
+    elif isinstance(event, Info):
+        data = {"type": "info", **data["fields"]}
     return data
 
 

@@ -131,13 +131,12 @@ class Commands:
             self.say("nothing to undo: no clearing, compaction or /clear has happened in this session.")
             return
         checkpoint, messages = restored
-        before = gov.count(request)[0]
-        after = gov.count(request.with_messages(messages))[0]
         self.agent.messages = list(messages)
         self.keeper.save()
+        results = sum(len(m.tool_results) for m in messages)
+        # The governor's event line above gives the tokens before -> after; this one, what came back.
         self.say(
-            f"restored {len(messages)} messages from checkpoint {checkpoint}: "
-            f"{fmt_tokens(before)} -> {fmt_tokens(after)} tokens"
+            f"undo: {len(messages)} messages came back ({results} tool results) from checkpoint {checkpoint}"
         )
 
     def dropped(self, _arg: str) -> None:

@@ -156,10 +156,10 @@ def _start(
     except AforoError as exc:
         emit(RunEnd(RunResult("error", error=str(exc))))
         return EXIT_CODES["error"]
-    keeper.attach(runtime.agent, model=runtime.model, base_url=cfg.base_url)
     for note in notes + mismatch_warnings(record, cfg.workspace, runtime.model):
         emit(Warning(note))
-    resumed = f" (resumed: {len(record.messages)} messages)" if record.messages else ""
+    keeper.attach(runtime.agent, model=runtime.model, base_url=cfg.base_url)
+    resumed = f" (resumed: {len(runtime.agent.messages)} messages)" if record.messages else ""
     emit(Info({"session": record.id + resumed}))
     if interactive:
         from aforo.cli.repl import start_repl

@@ -53,7 +53,7 @@ def find_session(store: SessionStore, wanted: str, workspace: Path) -> tuple[Ses
             return store.load(summary.id), notes
     raise StoreError(
         f"no saved session for the workspace {here}; `aforo sessions` lists them, "
-        "and `aforo --resume ID` resumes one from anywhere."
+        "and `aforo --resume ID` resumes one from anywhere." + "".join(f" Also: {n}." for n in notes)
     )
 
 

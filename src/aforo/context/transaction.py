@@ -92,7 +92,7 @@ def compact(
         started,
         checkpoint=checkpoint,
         summary_tokens=summary_tokens,
-        reattached=len(missing),
+        cause=f"re-attached verbatim {len(missing)} ledger items the summary missed" if missing else None,
         bytes_before=conversation_bytes(messages),
         bytes_after=conversation_bytes(candidate.messages),
     )
