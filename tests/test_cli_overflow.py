@@ -15,7 +15,7 @@ import pytest
 
 from dialects.openai_app import Call, Reply
 from dialects.truncating_app import LOST_TASK_ANSWER, Seen, TruncatingServer
-from support.cli import run_cli
+from support.cli import CliRun, run_cli
 from support.live_server import LiveServer
 
 MARKER = "TASK-7731"
@@ -53,6 +53,14 @@ def workspace(root: Path, sizes: list[int]) -> list[str]:
     return names
 
 
+def run_told_32k(workspace: Path, url: str, prompt: str, *extra: str) -> CliRun:
+    """aforo told a 32k window, far more than the server really has."""
+    return run_cli(
+        "-w", str(workspace), "--base-url", f"{url}/v1", "-m", "test-model", "--context-window", "32768",
+        *extra, "--json", prompt,
+    )  # fmt: skip
+
+
 CASES: list[tuple[int, str, int]] = [
     (window, mode, seed)
     for window in (2048, 4096)
@@ -71,18 +79,7 @@ def test_truncating_server_never_yields_a_lost_task_answer(
     server = TruncatingServer(policy(files), window=window, mode=mode)  # type: ignore[arg-type]
     prompt = f"{MARKER} Read the notes files one by one and summarize them."
     with LiveServer(server.app) as live:
-        run = run_cli(
-            "-w",
-            str(tmp_path),
-            "--base-url",
-            f"{live.url}/v1",
-            "-m",
-            "test-model",
-            "--context-window",
-            "32768",
-            "--json",
-            prompt,
-        )
+        run = run_told_32k(tmp_path, live.url, prompt)
     end = run.run_end()
     assert any(t.dropped for t in server.turns), "the scenario must really overflow the server"
     text = "".join(e["text"] for e in run.events() if e["type"] == "text_delta")
@@ -103,20 +100,7 @@ def test_first_crossing_by_less_than_the_first_message_is_caught(tmp_path: Path,
     files = workspace(tmp_path, [300 + 7 * i for i in range(70)])
     server = TruncatingServer(policy(files), window=window, mode="ollama")
     with LiveServer(server.app) as live:
-        run = run_cli(
-            "-w",
-            str(tmp_path),
-            "--base-url",
-            f"{live.url}/v1",
-            "-m",
-            "test-model",
-            "--context-window",
-            "32768",
-            "--max-turns",
-            "90",
-            "--json",
-            prompt,
-        )
+        run = run_told_32k(tmp_path, live.url, prompt, "--max-turns", "90")
     end = run.run_end()
     crossing = next(i for i, t in enumerate(server.turns) if t.dropped)
     first_drop = server.turns[crossing]

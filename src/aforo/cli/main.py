@@ -158,7 +158,7 @@ def _start(
         return EXIT_CODES["error"]
     for note in notes + mismatch_warnings(record, cfg.workspace, runtime.model):
         emit(Warning(note))
-    keeper.attach(runtime.agent, model=runtime.model, base_url=cfg.base_url)
+    keeper.attach(runtime.agent, workspace=cfg.workspace, model=runtime.model, base_url=cfg.base_url)
     resumed = f" (resumed: {len(runtime.agent.messages)} messages)" if record.messages else ""
     emit(Info({"session": record.id + resumed}))
     if interactive:

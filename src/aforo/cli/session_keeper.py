@@ -85,23 +85,25 @@ class SessionKeeper:
         self.journal = journal
         self.agent: Agent | None = None
         self._saved: tuple[int, int, int] | None = None
+        self._where = (record.workspace, record.model, record.base_url)
         self._failed = False
 
-    def attach(self, agent: Agent, *, model: str, base_url: str) -> None:
+    def attach(self, agent: Agent, *, workspace: Path, model: str, base_url: str) -> None:
         """Hand the (repaired) saved conversation to `agent` and follow it from now on."""
         self.agent = agent
-        agent.messages = well_formed(self.record.messages)
-        self.record.model, self.record.base_url = model, base_url
-        self.record.window = agent.governor.budget.window
+        self._where = (str(workspace.resolve()), model, base_url)
+        self.switch(self.record)
 
     def switch(self, record: SessionRecord) -> None:
-        """Continue another saved session in this process (the REPL's /resume)."""
+        """Continue `record` here: from now on it is saved with this workspace, model and server."""
         self.record = record
         self._saved = None
+        record.workspace, record.model, record.base_url = self._where
         if self.agent is not None:
             self.agent.messages = well_formed(record.messages)
             self.agent.governor.facts.session = record.id
             self.agent.governor.reset_detection()
+            record.window = self.agent.governor.budget.window
         # Checkpoints and telemetry follow the conversation, so /undo restores this session's.
         self.journal.session = record.id
 
