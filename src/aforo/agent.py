@@ -133,7 +133,7 @@ class Agent:
     ) -> tuple[str, list[StreamToolCall], MessageEnd] | RunResult:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
         force = False
-        for attempt in (1, 2):
+        while True:
             try:
                 prepared = self.governor.prepare(self.request(), self.provider, force_compact=force)
             except (RejectedError, CompactionError) as exc:
@@ -142,7 +142,8 @@ class Agent:
             try:
                 text, calls, end = self._stream(prepared.request, cancel)
             except ContextOverflowError as exc:
-                if attempt == 2 or not self._adopt_window(exc):
+                # One recovery: adopt the window the server named, compact once, retry once.
+                if force or not self._adopt_window(exc):
                     return totals.result("context_overflow", self._loud_overflow_message(exc))
                 force = True
                 continue
@@ -153,7 +154,6 @@ class Agent:
             if cancel.is_set():
                 return totals.result("aborted", "cancelled by the user")
             return self._verdict(turn, prepared, text, calls, end, totals)
-        raise AssertionError("unreachable: the loop above returns on its second attempt")
 
     def _verdict(
         self,

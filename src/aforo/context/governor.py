@@ -131,7 +131,6 @@ class Governor:
         instructions: str | None = None,
     ) -> Prepared:
         started = time.monotonic()
-        request = request.with_messages(request.messages)
         tokens, exact = self.count(request)
         restore: tuple[Message, ...] | None = None
         checkpoint: str | None = None
