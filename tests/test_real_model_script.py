@@ -32,10 +32,14 @@ def script(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_cpu_key_is_stable_and_names_the_engine_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_engine_dir_is_keyed_on_cpu_and_build_flags(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     rm = load(tmp_path, monkeypatch)
     assert rm.cpu_key() == rm.cpu_key()
-    assert rm.engine_dir() == tmp_path / "engine" / f"b11434-{rm.cpu_key()}"
+    first = rm.engine_dir()
+    assert first.parent == tmp_path / "engine"
+    assert first.name.startswith(f"b11434-{rm.cpu_key()}-")
+    monkeypatch.setattr(rm, "CMAKE_ARGS", rm.CMAKE_ARGS + " -DGGML_AVX512=ON")
+    assert rm.engine_dir() != first
 
 
 def test_model_is_valid_only_with_a_matching_stamp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

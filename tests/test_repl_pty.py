@@ -166,5 +166,31 @@ def test_killed_mid_run_resumes_well_formed(model: tuple[Model, str], workspace:
     call = next(m for m in sent if m.get("tool_calls"))
     result = next(m for m in sent if m["role"] == "tool")
     assert result["tool_call_id"] == call["tool_calls"][0]["id"]
-    assert INTERRUPTED_RESULT in result["content"]
+    # The tool's real output was saved before the model call the kill interrupted.
+    assert INTERRUPTED_RESULT not in result["content"] and "def f_0" in result["content"]
+    assert leave(child) == 0
+
+
+def test_clear_undo_sessions_resume_and_help(model: tuple[Model, str], workspace: Path) -> None:
+    _script, url = model
+    child = spawn(url, workspace)
+    first = re.search(r"session (\S+)\. Ask", str(child.before))
+    assert first is not None
+    say(child, "first conversation")
+    assert "/compact [instructions]" in say(child, "/help")
+    out = say(child, "/clear")
+    assert "~ conversation cleared:" in out
+    assert "/clear set aside 2 messages" in say(child, "/dropped")
+    assert "undo: 2 messages came back (0 tool results)" in say(child, "/undo")
+    child.sendline("/quit")
+    child.expect(pexpect.EOF)
+
+    child = spawn(url, workspace)  # a new session in the same workspace
+    say(child, "second conversation")
+    listing = say(child, "/sessions")
+    assert "first conversation" in listing and "second conversation" in listing
+    out = say(child, "/resume")
+    assert f"resumed session {first.group(1)}: 2 messages" in out
+    assert "Answer 4:" in say(child, "and now?")  # system + the first conversation + this prompt
+    assert "is the one open" in say(child, f"/resume {first.group(1)}")
     assert leave(child) == 0

@@ -268,14 +268,17 @@ class Agent:
 
         with ThreadPoolExecutor(max_workers=min(8, len(uses))) as pool:
             outputs = list(pool.map(run_one, uses))
-        results: list[ToolResult] = []
-        for use, (output, ms) in zip(uses, outputs, strict=True):
-            capped = cap_text(output.content, cap, ratio)
-            results.append(ToolResult(use.id, capped.content, output.is_error))
-            error = output.content.splitlines()[0] if output.is_error and output.content else None
-            self.emit(ToolEnd(use.id, use.name, round(ms, 1), not output.is_error, capped.truncated, error))
+        capped = [cap_text(output.content, cap, ratio) for output, _ms in outputs]
+        results = tuple(
+            ToolResult(use.id, c.content, output.is_error)
+            for use, c, (output, _ms) in zip(uses, capped, outputs, strict=True)
+        )
         totals.tool_calls += len(uses)
-        self.messages.append(Message("user", tuple(results)))
+        # Appended before the events are emitted: whoever persists on events saves the results too.
+        self.messages.append(Message("user", results))
+        for use, c, (output, ms) in zip(uses, capped, outputs, strict=True):
+            error = output.content.splitlines()[0] if output.is_error and output.content else None
+            self.emit(ToolEnd(use.id, use.name, round(ms, 1), not output.is_error, c.truncated, error))
 
     def _close_pending_calls(self) -> None:
         """After a cancel, give every unanswered tool call a result so the transcript stays well-formed."""

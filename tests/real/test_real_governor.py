@@ -1,0 +1,69 @@
+"""The governor against the real llama-server (-c 4096) and a real model: the window comes from the
+server, counts are exact and equal the server's own, a stage fires and the run still ends end_turn,
+and an over-window conversation is refused loudly, never answered."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.cli import run_cli
+
+pytestmark = pytest.mark.real
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "overflow.py"
+
+
+def turn_ends(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "turn_end"]
+
+
+def test_window_from_the_server_and_exact_counts_every_turn(
+    real_base_url: str, real_model: str, demo_workspace: Path
+) -> None:
+    run = run_cli(
+        "-w", str(demo_workspace), "--base-url", real_base_url, "-m", real_model, "--json",
+        "Which files are in this project? Use Glob.", timeout=900,
+    )  # fmt: skip
+    events = run.events()
+    info = next(e for e in events if e["type"] == "info")
+    assert info["window"] == 4096 and "llama.cpp" in info["window_source"], info
+    assert info["counter"] != "estimate"
+    turns = turn_ends(events)
+    assert turns, run.out[-2000:]
+    for turn in turns:
+        usage = turn["usage"]
+        reported = usage["input_tokens"] + usage["cache_read_tokens"] + usage["cache_write_tokens"]
+        assert turn["exact"] is True
+        assert turn["context"] == reported, turn
+
+
+def test_a_stage_fires_in_a_4096_window_and_the_run_ends_end_turn(
+    real_base_url: str, real_model: str, tmp_path: Path
+) -> None:
+    body = "".join(f"def handler_{n}(request):\n    return {{'status': {200 + n % 5}}}\n" for n in range(400))
+    (tmp_path / "handlers.py").write_text(body)
+    run = run_cli(
+        "-w", str(tmp_path), "--base-url", real_base_url, "-m", real_model, "--context-window", "4096",
+        "--json", "Read handlers.py and tell me what the first function returns.", timeout=900,
+    )  # fmt: skip
+    events = run.events()
+    capped = [e for e in events if e["type"] == "tool_end" and e["truncated"]]
+    actions = [e for e in events if e["type"] == "context"]
+    assert capped or actions, "a stage must fire: the file is larger than the cap"
+    assert run.run_end()["reason"] == "end_turn", run.out[-3000:]
+    assert max(e["context"] for e in turn_ends(events)) <= 4096 - 1024
+
+
+def test_overflow_example_is_refused_loudly_by_llama_server(real_base_url: str, real_model: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLE), "--base-url", real_base_url, "--model", real_model],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "refused it as too long" in proc.stdout and "n_ctx 4096" in proc.stdout, proc.stdout
