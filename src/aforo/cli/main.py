@@ -7,6 +7,7 @@ disk in `session_keeper`, the interactive session in `repl`. Every run is a save
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from dataclasses import replace
@@ -197,12 +198,16 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     from aforo.cli.subcommands import SUBCOMMANDS
 
-    if argv and argv[0] in SUBCOMMANDS:
-        return SUBCOMMANDS[argv[0]](argv[1:])
     try:
+        if argv and argv[0] in SUBCOMMANDS:
+            return SUBCOMMANDS[argv[0]](argv[1:])
         return run_once(argv)
     except KeyboardInterrupt:
         return EXIT_CODES["aborted"]
+    except BrokenPipeError:
+        # `aforo stats | head`: the reader left; nothing is wrong with aforo's work.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

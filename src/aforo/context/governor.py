@@ -21,7 +21,7 @@ from aforo.context.overflow import COMMON_WINDOWS, TruncationDetector, Verdict, 
 from aforo.context.policy import Policy
 from aforo.context.stages import clear_old_results
 from aforo.context.tokens import CHARS_PER_TOKEN, Calibration, MessageEstimates, Sample, tools_chars
-from aforo.context.transaction import compact
+from aforo.context.transaction import compact, conversation_bytes
 from aforo.errors import ProviderError, RejectedError, StoreError
 from aforo.events import ContextAction, EventSink, Warning
 from aforo.messages import Message, MessageEnd, Request
@@ -143,7 +143,16 @@ class Governor:
                     request = request.with_messages(cleared.messages)
                     after, exact = self.count(request)
                     self.emit(ContextAction("cleared", tokens, after, count=cleared.count, checkpoint=cp))
-                    self.record("clearing", request, tokens, after, started, checkpoint=cp)
+                    self.record(
+                        "clearing",
+                        request,
+                        tokens,
+                        after,
+                        started,
+                        checkpoint=cp,
+                        bytes_before=conversation_bytes(restore),
+                        bytes_after=conversation_bytes(request.messages),
+                    )
                     tokens = after
                     self.reset_detection()
         over = tokens > self.policy.compact_threshold(self.budget)

@@ -1,0 +1,66 @@
+"""Every clearing and compaction of a CLI run leaves a 0600 checkpoint and a telemetry record, and
+`aforo stats --json` reports them (issue 7)."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+from typing import Any
+
+from dialects.openai_app import Call, Reply
+from dialects.truncating_app import Seen, TruncatingServer
+from support.cli import run_cli
+from support.live_server import LiveServer
+from support.scenario import make_files
+
+SUMMARY = "Goal: find the longest file (LONGEST-8).\nEvidence: read mod00.py..mod07.py.\nNext action: answer."
+
+
+def eight_at_once(files: list[str]):
+    def answer(seen: Seen) -> Reply:
+        if not seen.tools:
+            return Reply(text=SUMMARY)
+        if not any(m.get("role") == "tool" for m in seen.messages) and "compacted" not in json.dumps(
+            seen.messages
+        ):
+            return Reply(calls=[Call("Read", json.dumps({"file_path": f})) for f in files])
+        return Reply(text="mod07.py is the longest (LONGEST-8).")
+
+    return answer
+
+
+def test_transformations_leave_checkpoints_and_records(tmp_path: Path, aforo_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    files = make_files(ws, 8, 3000)
+    server = TruncatingServer(eight_at_once(files), window=4096)
+    with LiveServer(server.app) as live:
+        run = run_cli(
+            "-w", str(ws), "--base-url", f"{live.url}/v1", "-m", "test-model", "--context-window", "4096",
+            "--json", "Task LONGEST-8: read the eight mod*.py files; which is the longest?",
+        )  # fmt: skip
+    assert run.run_end()["reason"] == "end_turn", run.out[-2000:]
+    actions = [e for e in run.events() if e["type"] == "context"]
+    assert sorted(a["action"] for a in actions) == ["cleared", "compacted"]
+
+    checkpoints = sorted((aforo_home / "checkpoints").rglob("*.json"))
+    assert len(checkpoints) == len(actions)
+    for path in checkpoints:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        data: dict[str, Any] = json.loads(path.read_text())
+        assert data["kind"] == "aforo.checkpoint" and "LONGEST-8" in data["goal"]
+        assert data["messages"][0]["content"][0]["text"].startswith("Task LONGEST-8")
+    assert {a["checkpoint"] for a in actions} == {json.loads(p.read_text())["id"] for p in checkpoints}
+
+    stats = run_cli("stats", "--json")
+    assert stats.code == 0, stats.err
+    overall = json.loads(stats.out)["overall"]
+    assert overall["events"]["clearing"] == 1 and overall["events"]["compaction"] == 1
+    assert overall["events"]["admission"] >= 2
+    records = [json.loads(line) for line in run_cli("stats", "--export").out.splitlines()]
+    compaction = next(r for r in records if r["event"] == "compaction")
+    assert compaction["checkpoint"].endswith(".json") and Path(compaction["checkpoint"]).exists()
+    assert compaction["bytes_before"] > compaction["bytes_after"] > 0
+    assert compaction["model"] == "test-model" and compaction["window"] == 4096
