@@ -218,3 +218,18 @@ def test_generation_beyond_the_window_is_warned_and_marked(tmp_path: Path) -> No
     agent.run("question")
     assert rec.of("turn_end")[0].context_shift
     assert any("shifted context" in e.message for e in rec.of("warning"))
+
+
+def test_repeated_calls_in_one_message_run_once(tmp_path: Path) -> None:
+    make_files(tmp_path, 1, 2000)
+    same = {"file_path": "mod00.py"}
+    provider = FakeProvider([FakeTurn("", [("Read", same)] * 5 + [("LS", {})]), FakeTurn("done")])
+    agent, rec, _ = make_agent(tmp_path, provider)
+    result = agent.run("read it")
+    assert result.reason == "end_turn", result.error
+    results = agent.messages[2].tool_results
+    well_formed(agent.messages)
+    assert "def f_0_0" in results[0].content
+    assert all(r.content.startswith("[Same call as ") and len(r.content) < 80 for r in results[1:5])
+    assert "mod00.py" in results[5].content  # the LS listing
+    assert len(rec.of("tool_end")) == 6

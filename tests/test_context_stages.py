@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aforo.context.budget import Budget
 from aforo.context.compaction import (
-    OMITTED_OUTPUT,
+    SHORTER,
     CompactionError,
     Piece,
     assemble,
@@ -22,7 +23,7 @@ from aforo.context.ledger import build_ledger, constraints_of
 from aforo.context.policy import Policy
 from aforo.context.stages import cap_text, clear_old_results
 from aforo.context.tokens import MessageEstimates, estimate_message, estimate_request, estimate_text
-from aforo.messages import CLEARED_NOTE, Message, TextBlock, ToolResult, ToolUse
+from aforo.messages import CLEARED_NOTE, Message, ToolResult, ToolUse
 
 
 def test_budget_numbers_from_the_spec() -> None:
@@ -136,7 +137,7 @@ def test_summary_request_never_exceeds_available(messages: list[Message], availa
         # Only what is never cut (the instructions, the user's words, the call markers) can make it
         # impossible: the request with every shrinkable piece at its shortest still does not fit.
         shortest = [
-            Piece(p.role, OMITTED_OUTPUT if p.shrinkable == "tool" else p.text[:300], "")
+            Piece(p.role, SHORTER[p.shrinkable](p.text) if p.shrinkable else p.text, "")
             for p in transcript_pieces(messages)
         ]
         assert estimate_request(summary_request("m", shortest, 256, None)) > available
@@ -194,9 +195,21 @@ def test_policy_validation() -> None:
     assert Policy().cap_tokens(Budget(1_000_000, max_tokens=8192)) == 25_000
 
 
-def test_transcript_marks_cleared_results_unshrinkable() -> None:
+def test_transcript_leaves_out_cleared_results_and_folds_repeated_calls() -> None:
     msgs = [Message.user("t"), *_exchange(0, 1)]
     cleared = clear_old_results(msgs, keep=0).messages
     pieces = transcript_pieces(cleared)
-    assert pieces[-1].shrinkable == ""
-    assert isinstance(cleared[0].content[0], TextBlock)
+    assert [p.text for p in pieces] == ["t", '[called Read {"file_path": "f0_0.py"}]']
+    same = ToolUse("x", "Read", {"file_path": "a.py"})
+    repeated = [Message.user("t"), Message("assistant", (same, replace(same, id="y"), replace(same, id="z")))]
+    assert transcript_pieces(repeated)[-1].text == '[called Read {"file_path": "a.py"}] x3'
+
+
+def test_clearing_skips_results_shorter_than_the_note() -> None:
+    use = ToolUse("c", "Read", {"file_path": "nope.py"})
+    msgs = [
+        Message.user("t"),
+        Message("assistant", (use,)),
+        Message("user", (ToolResult("c", "no such file"),)),
+    ]
+    assert clear_old_results(msgs, keep=0).count == 0

@@ -117,3 +117,12 @@ def test_cancel_stops_without_message_end() -> None:
         seen.append(event)
         cancel.set()
     assert len(seen) == 1 and isinstance(seen[0], StreamText)
+
+
+def test_measurements_do_not_consume_the_script() -> None:
+    provider = FakeProvider([FakeTurn("the only turn")])
+    probe = Request("m", (), (), (Message.user("x" * 400),), 1)
+    events = list(provider.stream(probe))
+    assert events == [MessageEnd(Usage(estimate_request(probe), output_tokens=1), "max_tokens")]
+    turn = list(provider.stream(Request("m", (), (), (Message.user("q"),), 100)))
+    assert "".join(e.text for e in turn if isinstance(e, StreamText)) == "the only turn"

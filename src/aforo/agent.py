@@ -11,12 +11,9 @@ from __future__ import annotations
 
 import json
 import threading
-import time
-from concurrent.futures import ThreadPoolExecutor
 
 from aforo.context.compaction import CompactionError
 from aforo.context.governor import Governor, Prepared
-from aforo.context.stages import cap_text
 from aforo.errors import ContextOverflowError, ProviderError, RejectedError
 from aforo.events import (
     EventSink,
@@ -40,8 +37,9 @@ from aforo.messages import (
     ToolResult,
     ToolUse,
 )
-from aforo.protocols import Provider, ToolOutput
+from aforo.protocols import Provider
 from aforo.providers.textcalls import extract_text_tool_calls
+from aforo.tool_batch import run_batch
 from aforo.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 25
@@ -114,7 +112,7 @@ class Agent:
             blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
             self.messages.append(Message("assistant", (*blocks, *uses)))
             if uses:
-                self._run_tools(uses, cancel, totals)
+                self._run_tools(uses, totals)
                 if cancel.is_set():
                     return totals.result("aborted", "cancelled by the user")
                 continue
@@ -251,34 +249,19 @@ class Agent:
         # Malformed arguments are kept verbatim so the tool result can quote them back to the model.
         return ToolUse(call_id, name, parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments})
 
-    def _run_tools(self, uses: list[ToolUse], cancel: threading.Event, totals: _Totals) -> None:
+    def _run_tools(self, uses: list[ToolUse], totals: _Totals) -> None:
         for use in uses:
             self.emit(ToolStart(use.id, use.name, use.input))
-        budget, policy = self.governor.budget, self.governor.policy
-        cap = policy.cap_tokens(budget)
-        ratio = self.governor.calibration.ratio
-        max_chars = int(cap * 4 / max(ratio, 0.05))
-
-        def run_one(use: ToolUse) -> tuple[ToolOutput, float]:
-            started = time.monotonic()
-            raw = use.input.get("_raw_arguments")
-            args: str | dict[str, object] = raw if isinstance(raw, str) else use.input
-            output = self.tools.execute(use.name, args, max_chars=max_chars)
-            return output, (time.monotonic() - started) * 1000
-
-        with ThreadPoolExecutor(max_workers=min(8, len(uses))) as pool:
-            outputs = list(pool.map(run_one, uses))
-        capped = [cap_text(output.content, cap, ratio) for output, _ms in outputs]
-        results = tuple(
-            ToolResult(use.id, c.content, output.is_error)
-            for use, c, (output, _ms) in zip(uses, capped, outputs, strict=True)
-        )
+        governor = self.governor
+        cap = governor.policy.cap_tokens(governor.budget)
+        outcomes = run_batch(self.tools, uses, cap_tokens=cap, ratio=governor.calibration.ratio)
         totals.tool_calls += len(uses)
         # Appended before the events are emitted: whoever persists on events saves the results too.
-        self.messages.append(Message("user", results))
-        for use, c, (output, ms) in zip(uses, capped, outputs, strict=True):
-            error = output.content.splitlines()[0] if output.is_error and output.content else None
-            self.emit(ToolEnd(use.id, use.name, round(ms, 1), not output.is_error, c.truncated, error))
+        self.messages.append(Message("user", tuple(o.result for o in outcomes)))
+        for o in outcomes:
+            self.emit(
+                ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error)
+            )
 
     def _close_pending_calls(self) -> None:
         """After a cancel, give every unanswered tool call a result so the transcript stays well-formed."""

@@ -13,7 +13,7 @@ import pytest
 
 from support.cli import run_cli
 
-pytestmark = pytest.mark.real
+pytestmark = [pytest.mark.real, pytest.mark.timeout(900)]
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "overflow.py"
 
 

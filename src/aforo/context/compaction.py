@@ -27,6 +27,13 @@ Next action: the single next step to finish the task.
 Be specific: name files, functions and numbers. Do not invent anything. Output only the summary."""
 
 OMITTED_OUTPUT = "[output omitted to fit the summary request; re-run the tool to see it]"
+# How each kind of piece is shortened, in the order they are given up: re-runnable output first, then
+# the assistant's prose (its head kept), then the call markers themselves (the evidence list keeps them).
+SHORTER = {
+    "tool": lambda text: OMITTED_OUTPUT,
+    "assistant": lambda text: text[:300] + " [… shortened]",
+    "call": lambda text: "",
+}
 ACK = "Understood. I will continue the task from this summary."
 
 
@@ -38,12 +45,16 @@ class CompactionError(Exception):
 class Piece:
     role: str
     text: str
-    shrinkable: str  # "tool" (re-runnable output), "assistant" (prose) or "" (never cut)
+    # "tool" (re-runnable output), "assistant" (prose), "call" (a tool call marker) or "" (never cut)
+    shrinkable: str
 
 
 def transcript_pieces(messages: list[Message] | tuple[Message, ...]) -> list[Piece]:
+    """The conversation as pieces a summary request can shrink. Cleared results are left out (the
+    call says the tool ran), and a call repeated back to back is one piece with a count."""
     names: dict[str, ToolUse] = {}
     pieces: list[Piece] = []
+    last_marker, repeats = "", 0
     for message in messages:
         for block in message.content:
             if isinstance(block, TextBlock):
@@ -52,18 +63,25 @@ def transcript_pieces(messages: list[Message] | tuple[Message, ...]) -> list[Pie
                     pieces.append(Piece(message.role, block.text, kind))
             elif isinstance(block, ToolUse):
                 names[block.id] = block
-                args = json.dumps(block.input, ensure_ascii=False, sort_keys=True)
-                pieces.append(Piece("assistant", f"[called {block.name} {args}]", ""))
-            elif isinstance(block, ToolResult):
+                marker = (
+                    f"[called {block.name} {json.dumps(block.input, ensure_ascii=False, sort_keys=True)}]"
+                )
+                if pieces and pieces[-1].shrinkable == "call" and marker == last_marker:
+                    repeats += 1
+                    pieces[-1] = Piece("assistant", f"{marker} x{repeats}", "call")
+                else:
+                    last_marker, repeats = marker, 1
+                    pieces.append(Piece("assistant", marker, "call"))
+            elif isinstance(block, ToolResult) and not block.cleared:
                 use = names.get(block.tool_use_id)
                 label = f"{use.name} {json.dumps(use.input, ensure_ascii=False)}" if use else "tool"
                 status = "error" if block.is_error else "result"
-                pieces.append(Piece(f"{status} of {label}", block.content, "" if block.cleared else "tool"))
+                pieces.append(Piece(f"{status} of {label}", block.content, "tool"))
     return pieces
 
 
 def render(pieces: list[Piece]) -> str:
-    return "\n\n".join(f"<{p.role}>\n{p.text}\n</{p.role.split(' ', 1)[0]}>" for p in pieces)
+    return "\n\n".join(f"<{p.role}>\n{p.text}\n</{p.role.split(' ', 1)[0]}>" for p in pieces if p.text)
 
 
 def summary_request(model: str, pieces: list[Piece], max_tokens: int, instructions: str | None) -> Request:
@@ -99,13 +117,13 @@ def fit_summary_request(
             return request, tokens
         scale = tokens / max(1, estimate_request(request))
         excess = (tokens - target) / scale
-        for kind in ("tool", "assistant"):
+        for kind in ("tool", "assistant", "call"):
             for i, piece in enumerate(pieces):
                 if excess <= 0:
                     break
                 if piece.shrinkable != kind:
                     continue
-                short = OMITTED_OUTPUT if kind == "tool" else piece.text[:300] + " [… shortened]"
+                short = SHORTER[kind](piece.text)
                 if len(short) < len(piece.text):
                     excess -= estimate_text(piece.text) - estimate_text(short)
                     pieces[i] = Piece(piece.role, short, "")
@@ -119,6 +137,7 @@ def fit_summary_request(
         return request, tokens
     raise CompactionError(
         f"the summary request still needs {tokens} tokens after dropping every re-runnable tool output, "
+        "shortening the assistant's messages and the tool calls, "
         f"more than the {available} available; the user's own messages are never cut, so nothing was "
         "compacted. Start a new conversation (/clear) or raise the context window (--context-window)."
     )

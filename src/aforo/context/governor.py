@@ -136,25 +136,25 @@ class Governor:
         checkpoint: str | None = None
         if tokens > self.policy.clear_threshold(self.budget):
             cleared = clear_old_results(list(request.messages), self.policy.keep_tool_results)
-            if cleared.count:
-                cp = self.take_checkpoint("clear", request, tokens)
-                if cp is not None:
-                    restore, checkpoint = request.messages, cp
-                    request = request.with_messages(cleared.messages)
-                    after, exact = self.count(request)
-                    self.emit(ContextAction("cleared", tokens, after, count=cleared.count, checkpoint=cp))
-                    self.record(
-                        "clearing",
-                        request,
-                        tokens,
-                        after,
-                        started,
-                        checkpoint=cp,
-                        bytes_before=conversation_bytes(restore),
-                        bytes_after=conversation_bytes(request.messages),
-                    )
-                    tokens = after
-                    self.reset_detection()
+            candidate = request.with_messages(cleared.messages)
+            after, after_exact = self.count(candidate) if cleared.count else (tokens, exact)
+            # Checkpointed and applied only when it really saves room.
+            cp = self.take_checkpoint("clear", request, tokens) if after < tokens else None
+            if cp is not None:
+                restore, checkpoint = request.messages, cp
+                self.emit(ContextAction("cleared", tokens, after, count=cleared.count, checkpoint=cp))
+                self.record(
+                    "clearing",
+                    candidate,
+                    tokens,
+                    after,
+                    started,
+                    checkpoint=cp,
+                    bytes_before=conversation_bytes(restore),
+                    bytes_after=conversation_bytes(candidate.messages),
+                )
+                request, tokens, exact = candidate, after, after_exact
+                self.reset_detection()
         over = tokens > self.policy.compact_threshold(self.budget)
         # Before the model has answered once there is nothing to summarize: admission decides alone.
         if force_compact or (over and any(m.role == "assistant" for m in request.messages)):

@@ -81,7 +81,8 @@ def clear_old_results(messages: list[Message], keep: int) -> ClearResult:
     targets: dict[int, set[int]] = {}
     for mi, bi in eligible:
         block = messages[mi].content[bi]
-        if isinstance(block, ToolResult) and not block.cleared:
+        # A result already shorter than the note would grow: leave it.
+        if isinstance(block, ToolResult) and not block.cleared and len(block.content) > len(CLEARED_NOTE):
             targets.setdefault(mi, set()).add(bi)
     if not targets:
         return ClearResult(list(messages), 0)

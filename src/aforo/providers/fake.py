@@ -99,6 +99,11 @@ class FakeProvider:
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         self.requests.append(request)
+        if request.max_tokens == 1 and not callable(self._script):
+            # A measurement (the governor's probe): answered with its usage, the script left for turns.
+            usage = Usage(self.input_tokens(request), output_tokens=1) if self.report_usage else Usage()
+            yield MessageEnd(usage, "max_tokens")
+            return
         turn = self._turn(request)
         if turn.error is not None:
             raise turn.error

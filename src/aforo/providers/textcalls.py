@@ -20,6 +20,7 @@ Call = tuple[str, dict[str, Any]]
 # Any info string (json, tool_call, python...) is skipped; the body is searched for JSON values.
 _FENCE = re.compile(r"```[ \t]*[\w+.-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _TAG = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+_FIRST_WORD = re.compile(r"[A-Za-z_]\w*(?=[\s(:]|$)")
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "parameters", "args", "input", "tool_input")
 # Keys that make an object a description of a tool (a listing in an answer), not a call of it.
@@ -27,13 +28,19 @@ _NOT_A_CALL = frozenset({"description", "returns", "required", "properties"})
 
 
 def _canonical(name: Any, tools: Collection[str]) -> str | None:
-    """The known tool `name` refers to: exact match first, then case-insensitive."""
+    """The known tool `name` refers to: exact match first, then case-insensitive, then its first word
+    (Qwen2.5-Coder 0.5B writes `"name": "Read wordfreq/counter.py"`)."""
     if not isinstance(name, str):
         return None
     name = name.strip().removeprefix("functions.")
-    if name in tools:
-        return name
-    return {t.lower(): t for t in tools}.get(name.lower())
+    lowered = {t.lower(): t for t in tools}
+    first = _FIRST_WORD.match(name)
+    for candidate in (name, first.group(0) if first else ""):
+        if candidate in tools:
+            return candidate
+        if candidate.lower() in lowered:
+            return lowered[candidate.lower()]
+    return None
 
 
 def _arguments(value: Any) -> dict[str, Any] | None:
