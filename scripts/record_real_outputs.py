@@ -30,20 +30,18 @@ OUT = ROOT / "tests" / "data" / "real_outputs"
 GLOB_RESULT = "README.md\nAGENTS.md\npyproject.toml\nwordfreq/__init__.py\nwordfreq/__main__.py\n"
 GLOB_RESULT += "wordfreq/cli.py\nwordfreq/counter.py\nwordfreq/stopwords.py\ntests/test_counter.py"
 
-# name -> (messages, sampling): greedy answers, and a few sampled ones as the CLI gets them.
+# name -> (messages, sampling): greedy answers, and sampled ones (server defaults + a seed) as the CLI
+# gets them. Some answer without any call: they stay as negatives (ordinary text, code fences).
 SCENARIOS: dict[str, tuple[list[Message], dict[str, Any]]] = {
     "overview_greedy": ([Message.user("What does this project do? Read its files before answering.")], {}),
-    "read_counter_greedy": ([Message.user("What does wordfreq/counter.py do?")], {}),
-    "find_main_greedy": ([Message.user("Where is the function main defined?")], {}),
-    "list_files_greedy": ([Message.user("Which Python files does this project have?")], {}),
-    "overview_seed1": (
-        [Message.user("What does this project do? Read its files before answering.")],
-        {"temperature": 0.8, "seed": 1},
+    "read_counter_greedy": ([Message.user("Read wordfreq/counter.py and explain it.")], {}),
+    "read_counter_seed1": ([Message.user("Read wordfreq/counter.py and explain it.")], {"seed": 1}),
+    "glob_greedy": ([Message.user("Use the Glob tool to list the Python files.")], {}),
+    "read_readme_seed1": (
+        [Message.user("Use the Read tool on README.md, then explain what this project does.")],
+        {"seed": 1},
     ),
-    "options_seed7": (
-        [Message.user("Which command-line options does wordfreq accept?")],
-        {"temperature": 0.8, "seed": 7},
-    ),
+    "options_seed7": ([Message.user("Which command-line options does wordfreq accept?")], {"seed": 7}),
     "after_glob_greedy": (
         [
             Message.user("What does this project do? Read its files before answering."),

@@ -33,8 +33,8 @@ def test_recorded_output_gives_the_recorded_calls(path: Path) -> None:
     rest, found = extract_text_tool_calls(record["content"], record["tools"])
     assert [[name, args] for name, args in found] == record["expected_calls"]
     assert rest == record["expected_rest"]
-    # Nothing of a recognized call's JSON may stay behind in the text the user sees.
-    assert '"arguments"' not in rest
+    # Every recognized call left the text; what stays (prose, unknown tools' JSON) holds no call.
+    assert extract_text_tool_calls(rest, record["tools"]) == (rest, [])
 
 
 # --- the shapes models write -----------------------------------------------------------------------
@@ -124,6 +124,15 @@ def test_name_matching_exact_first_then_case_insensitive() -> None:
     both = frozenset({"read", "Read"})
     assert calls('{"name": "read", "arguments": {}}', both) == [("read", {})]
     assert calls('{"name": "Read", "arguments": {}}', both) == [("Read", {})]
+
+
+def test_a_name_followed_by_its_argument_as_qwen_05b_writes_it() -> None:
+    text = '```json\n{"name": "Read wordfreq/counter.py", "arguments": {"file_path": "counter.py"}}\n```'
+    assert calls(text) == [("Read", {"file_path": "counter.py"})]
+    assert calls('{"name": "read(file_path)", "arguments": {}}') == [("Read", {})]
+    # The first word must be a whole tool name: "Readme" and "Read_all" are not "Read".
+    assert calls('{"name": "Readme", "arguments": {}}') == []
+    assert calls('{"name": "Read_all files", "arguments": {}}') == []
 
 
 def test_missing_or_null_arguments_mean_none() -> None:

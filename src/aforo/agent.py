@@ -108,7 +108,7 @@ class Agent:
                 return totals.result("aborted", "cancelled by the user")
             if not self.live_text and text:
                 self.emit(TextDelta(text))
-            text, uses = self._tool_uses(text, calls)
+            text, uses = self._tool_uses(text, calls, end)
             blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
             self.messages.append(Message("assistant", (*blocks, *uses)))
             if uses:
@@ -229,10 +229,15 @@ class Agent:
 
     # --- tools -----------------------------------------------------------------------------------
 
-    def _tool_uses(self, text: str, calls: list[StreamToolCall]) -> tuple[str, list[ToolUse]]:
+    def _tool_uses(
+        self, text: str, calls: list[StreamToolCall], end: MessageEnd
+    ) -> tuple[str, list[ToolUse]]:
         """The calls of this answer, and its text without the calls that were written as text."""
         if calls:
             return text, [self._use(c.id, c.name, c.arguments) for c in calls]
+        if end.stop_reason == "max_tokens":
+            # An answer cut by the output limit is rambling; calls written in it are not to be trusted.
+            return text, []
         # Small local models often write the call as JSON in their text instead of a structured call.
         rest, found = extract_text_tool_calls(text, self.tools.names)
         return rest, [self._use("", name, args) for name, args in found]

@@ -26,6 +26,7 @@ sys.exit(int(sys.argv[1]))
 """
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("code", [0, 3])
 def test_run_passes_the_exit_code_on_and_stops_its_server(real_base_url: str, code: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AFORO_REAL_")}
