@@ -233,3 +233,16 @@ def test_repeated_calls_in_one_message_run_once(tmp_path: Path) -> None:
     assert all(r.content.startswith("[Same call as ") and len(r.content) < 80 for r in results[1:5])
     assert "mod00.py" in results[5].content  # the LS listing
     assert len(rec.of("tool_end")) == 6
+
+
+def test_a_call_repeated_across_turns_points_at_the_result_it_already_has(tmp_path: Path) -> None:
+    make_files(tmp_path, 1, 2000)
+    read = ("Read", {"file_path": "mod00.py"})
+    provider = FakeProvider([FakeTurn("", [read]), FakeTurn("", [read]), FakeTurn("It defines f_0_0.")])
+    agent, _, _ = make_agent(tmp_path, provider)
+    assert agent.run("what is in mod00.py?").reason == "end_turn"
+    first, again = agent.messages[2].tool_results[0], agent.messages[4].tool_results[0]
+    assert "def f_0_0" in first.content
+    assert again.content.startswith("[Already done: this is the same call as ")
+    assert agent.messages[1].tool_uses[0].id in again.content
+    assert not again.is_error

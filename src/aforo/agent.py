@@ -39,7 +39,7 @@ from aforo.messages import (
 )
 from aforo.protocols import Provider
 from aforo.providers.textcalls import extract_text_tool_calls
-from aforo.tool_batch import run_batch
+from aforo.tool_batch import answered_calls, run_batch
 from aforo.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 25
@@ -259,7 +259,13 @@ class Agent:
             self.emit(ToolStart(use.id, use.name, use.input))
         governor = self.governor
         cap = governor.policy.cap_tokens(governor.budget)
-        outcomes = run_batch(self.tools, uses, cap_tokens=cap, ratio=governor.calibration.ratio)
+        outcomes = run_batch(
+            self.tools,
+            uses,
+            cap_tokens=cap,
+            ratio=governor.calibration.ratio,
+            answered=answered_calls(self.messages[:-1]),
+        )
         totals.tool_calls += len(uses)
         # Appended before the events are emitted: whoever persists on events saves the results too.
         self.messages.append(Message("user", tuple(o.result for o in outcomes)))

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from aforo.context.stages import cap_text
 from aforo.context.tokens import CHARS_PER_TOKEN
-from aforo.messages import ToolResult, ToolUse
+from aforo.messages import Message, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
 from aforo.tools.registry import ToolRegistry
 
@@ -36,14 +36,28 @@ def _key(use: ToolUse) -> str:
     return use.name + json.dumps(use.input, sort_keys=True, ensure_ascii=False)
 
 
+def answered_calls(messages: list[Message]) -> dict[str, str]:
+    """Calls whose successful, uncleared result is still in the conversation: key -> tool_use id."""
+    results = {r.tool_use_id for m in messages for r in m.tool_results if not r.cleared and not r.is_error}
+    return {_key(u): u.id for m in messages for u in m.tool_uses if u.id in results}
+
+
 def run_batch(
-    tools: ToolRegistry, uses: list[ToolUse], *, cap_tokens: int, ratio: float
+    tools: ToolRegistry,
+    uses: list[ToolUse],
+    *,
+    cap_tokens: int,
+    ratio: float,
+    answered: dict[str, str] | None = None,
 ) -> list[CallOutcome]:
+    """`answered` holds calls already answered earlier in the conversation: a small model that loops
+    on the same Read gets a pointer to the result it already has instead of the output again."""
     max_chars = int(cap_tokens * CHARS_PER_TOKEN / max(ratio, 0.05))
+    answered = answered or {}
     first: dict[str, ToolUse] = {}
     for use in uses:
         first.setdefault(_key(use), use)
-    distinct = list(first.values())
+    distinct = [u for k, u in first.items() if k not in answered]
 
     def run_one(use: ToolUse) -> tuple[ToolOutput, float]:
         started = time.monotonic()
@@ -52,10 +66,20 @@ def run_batch(
         output = tools.execute(use.name, args, max_chars=max_chars)
         return output, (time.monotonic() - started) * 1000
 
-    with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(distinct))) as pool:
-        ran = dict(zip((u.id for u in distinct), pool.map(run_one, distinct), strict=True))
+    ran: dict[str, tuple[ToolOutput, float]] = {}
+    if distinct:
+        with ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(distinct))) as pool:
+            ran = dict(zip((u.id for u in distinct), pool.map(run_one, distinct), strict=True))
     outcomes = []
     for use in uses:
+        earlier = answered.get(_key(use))
+        if earlier is not None:
+            note = (
+                f"[Already done: this is the same call as {earlier} earlier in this conversation, and its "
+                "result is above. Answer from it, or call a different tool.]"
+            )
+            outcomes.append(CallOutcome(use, ToolResult(use.id, note), 0.0, False, None))
+            continue
         original = first[_key(use)]
         output, ms = ran[original.id]
         error = output.content.splitlines()[0] if output.is_error and output.content else None
