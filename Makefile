@@ -37,7 +37,7 @@ bench: install
 	$(BIN)/python bench/run.py
 
 demo: install
-	scripts/real-model run -- $(BIN)/aforo --workspace examples/demo "Read wordfreq/counter.py and explain it."
+	scripts/real-model run -- $(BIN)/aforo --workspace examples/demo --temperature 0 "Read wordfreq/counter.py and explain it."
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from aforo.agent import TEXT_CALL_HINT
 from aforo.errors import ConnectError, ContextOverflowError
 from aforo.messages import Message, MessageEnd, Request, TextBlock, ToolResult, Usage
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
@@ -46,6 +47,7 @@ def test_end_turn_after_tool_calls(tmp_path: Path) -> None:
     well_formed(agent.messages)
     # Results come back in the order the model asked for them, whatever finished first.
     reads = agent.messages[4].tool_results
+    assert agent.messages[4].text == ""  # structured calls: no hint
     assert "mod00.py" in reads[0].content and "mod01.py" in reads[1].content
 
 
@@ -127,6 +129,9 @@ def test_text_tool_calls_are_executed(tmp_path: Path) -> None:
     assert [u.name for u in assistant.tool_uses] == ["Read"]
     assert "```" not in assistant.text
     assert "def f_0_0" in agent.messages[2].tool_results[0].content
+    # A model that writes its calls as text is told, with the results, to answer from them now.
+    assert agent.messages[2].text == TEXT_CALL_HINT
+    assert agent.messages[2].content[-1] == TextBlock(TEXT_CALL_HINT)
     well_formed(agent.messages)
 
 

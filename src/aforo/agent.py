@@ -44,6 +44,12 @@ from aforo.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 25
 CANCELLED_RESULT = "[Cancelled by the user before this tool call finished.]"
+# Models that write their calls as text (Qwen2.5-Coder 0.5B) otherwise keep calling tools forever after
+# the result arrives; measured on the real server, this line turns the next answer into prose.
+TEXT_CALL_HINT = (
+    "The output above is the result of your tool call. Now explain it to the user in prose, to answer "
+    "their request."
+)
 
 
 class Agent:
@@ -56,6 +62,7 @@ class Agent:
         system: tuple[SystemPart, ...],
         emit: EventSink,
         max_turns: int = DEFAULT_MAX_TURNS,
+        temperature: float | None = None,
         live_text: bool = False,
         messages: list[Message] | None = None,
     ) -> None:
@@ -65,6 +72,7 @@ class Agent:
         self.system = system
         self.emit = emit
         self.max_turns = max_turns
+        self.temperature = temperature
         # Stream the answer as it arrives only where a silent truncation cannot happen (a server that
         # errors on overflow); otherwise an answer is shown only once the turn is known to be whole.
         self.live_text = live_text
@@ -78,6 +86,7 @@ class Agent:
             self.tools.specs,
             tuple(self.messages),
             self.governor.budget.reserve,
+            self.temperature,
         )
 
     def run(self, prompt: str, cancel: threading.Event | None = None) -> RunResult:
@@ -112,7 +121,7 @@ class Agent:
             blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
             self.messages.append(Message("assistant", (*blocks, *uses)))
             if uses:
-                self._run_tools(uses, totals)
+                self._run_tools(uses, totals, hint=not calls)
                 if cancel.is_set():
                     return totals.result("aborted", "cancelled by the user")
                 continue
@@ -254,7 +263,7 @@ class Agent:
         # Malformed arguments are kept verbatim so the tool result can quote them back to the model.
         return ToolUse(call_id, name, parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments})
 
-    def _run_tools(self, uses: list[ToolUse], totals: _Totals) -> None:
+    def _run_tools(self, uses: list[ToolUse], totals: _Totals, *, hint: bool) -> None:
         for use in uses:
             self.emit(ToolStart(use.id, use.name, use.input))
         governor = self.governor
@@ -268,7 +277,8 @@ class Agent:
         )
         totals.tool_calls += len(uses)
         # Appended before the events are emitted: whoever persists on events saves the results too.
-        self.messages.append(Message("user", tuple(o.result for o in outcomes)))
+        results: tuple[ToolResult | TextBlock, ...] = tuple(o.result for o in outcomes)
+        self.messages.append(Message("user", (*results, TextBlock(TEXT_CALL_HINT)) if hint else results))
         for o in outcomes:
             self.emit(
                 ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error)

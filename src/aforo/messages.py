@@ -110,6 +110,8 @@ class Request:
     tools: tuple[ToolSpec, ...]
     messages: tuple[Message, ...]
     max_tokens: int
+    # None: the server's default sampling. 0 makes small models' behaviour repeatable.
+    temperature: float | None = None
 
     @property
     def system_text(self) -> str:

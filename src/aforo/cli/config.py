@@ -41,6 +41,7 @@ class Config:
     context_window_source: str | None = None
     max_tokens: int = 8192
     max_turns: int = 25
+    temperature: float | None = None
     tokenizer: Path | None = None
     policy: Policy = field(default_factory=Policy)
     checkpoint_session_quota_mb: float = 20.0
@@ -50,7 +51,7 @@ class Config:
 
 _INT_KEYS = {"context_window", "max_tokens", "max_turns"}
 _STR_KEYS = {"base_url", "model", "server", "tokenizer"}
-_FLOAT_KEYS = {"checkpoint_session_quota_mb", "checkpoint_total_quota_mb"}
+_FLOAT_KEYS = {"checkpoint_session_quota_mb", "checkpoint_total_quota_mb", "temperature"}
 _POLICY_KEYS = {f.name for f in fields(Policy)}
 
 
@@ -63,7 +64,9 @@ def _check(key: str, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ConfigError(f"{where}: {key} must be a positive whole number, got {value!r}")
     elif key in _FLOAT_KEYS:
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        # 0 is a valid temperature (greedy decoding); a quota must be positive.
+        floor_ok = key == "temperature" and value == 0
+        if isinstance(value, bool) or not isinstance(value, int | float) or (value <= 0 and not floor_ok):
             raise ConfigError(f"{where}: {key} must be a positive number, got {value!r}")
     elif key in _STR_KEYS and (not isinstance(value, str) or not value.strip()):
         raise ConfigError(f"{where}: {key} must be a non-empty string, got {value!r}")

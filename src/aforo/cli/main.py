@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--max-tokens", type=int, default=NOT_GIVEN, help="cap of the answer reserve")
     parser.add_argument("--max-turns", type=int, default=NOT_GIVEN, help="model calls per prompt (25)")
+    parser.add_argument(
+        "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: the server's)"
+    )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
     parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
@@ -82,6 +85,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "context_window",
         "max_tokens",
         "max_turns",
+        "temperature",
         "server",
         "tokenizer",
     )

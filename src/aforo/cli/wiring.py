@@ -85,6 +85,7 @@ def build_runtime(cfg: Config, emit: EventSink, journal: Journal, *, session: st
         system=system_prompt(cfg.workspace),
         emit=emit,
         max_turns=cfg.max_turns,
+        temperature=cfg.temperature,
         live_text=server.kind in LOUD_SERVERS,
     )
     emit(

@@ -58,7 +58,9 @@ def transcript_pieces(messages: list[Message] | tuple[Message, ...]) -> list[Pie
     for message in messages:
         for block in message.content:
             if isinstance(block, TextBlock):
-                kind = "assistant" if message.role == "assistant" else ""
+                kind = (
+                    "assistant" if message.role == "assistant" else ("tool" if message.tool_results else "")
+                )
                 if block.text.strip():
                     pieces.append(Piece(message.role, block.text, kind))
             elif isinstance(block, ToolUse):

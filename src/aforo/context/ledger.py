@@ -109,6 +109,8 @@ def requests_in(message: Message) -> list[str]:
     """The user's requests carried by a message: its text, or those re-attached by a compaction."""
     if is_compacted(message):
         return tagged(message.text, "request")
+    if message.tool_results:  # text riding with tool results is aforo's, not the user's
+        return []
     text = message.text
     return [text] if text.strip() else []
 

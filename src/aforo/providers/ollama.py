@@ -154,7 +154,11 @@ class OllamaProvider:
             "messages": messages_to_ollama(request),
             "stream": True,
             # num_ctx overrides every default (Modelfile, OLLAMA_CONTEXT_LENGTH): server and budget agree.
-            "options": {"num_ctx": self.num_ctx, "num_predict": request.max_tokens},
+            "options": {
+                "num_ctx": self.num_ctx,
+                "num_predict": request.max_tokens,
+                **({} if request.temperature is None else {"temperature": request.temperature}),
+            },
         }
         if request.tools:
             body["tools"] = tools_to_openai(request.tools)

@@ -70,6 +70,8 @@ def chat_body(request: Request, *, stream: bool = True) -> dict[str, Any]:
     }
     if request.tools:
         body["tools"] = tools_to_openai(request.tools)
+    if request.temperature is not None:
+        body["temperature"] = request.temperature
     if stream:
         body["stream_options"] = {"include_usage": True}
     return body
