@@ -28,12 +28,17 @@ def _unavailable_reason() -> str | None:
     return None
 
 
+# A real model on 2 CPU cores prefills ~50-180 tokens/s: a test may take minutes, not the fast suite's 120 s.
+REAL_TIMEOUT_S = 900
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     reason = _unavailable_reason()
-    if reason is None:
-        return
     for item in items:
-        if "real" in item.keywords:
+        if "real" not in item.keywords:
+            continue
+        item.add_marker(pytest.mark.timeout(REAL_TIMEOUT_S))
+        if reason is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
