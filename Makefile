@@ -37,7 +37,8 @@ bench: install
 	$(BIN)/python bench/run.py
 
 demo: install
-	scripts/real-model run -- $(BIN)/aforo --workspace examples/demo --temperature 0 "Read wordfreq/counter.py and explain it."
+	scripts/real-model run -- sh -c '$(BIN)/aforo --workspace examples/demo --base-url "$$AFORO_REAL_BASE_URL" \
+		--model "$$AFORO_REAL_MODEL" --temperature 0 "Read wordfreq/counter.py and explain it."'
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
