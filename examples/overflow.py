@@ -77,7 +77,8 @@ def main() -> int:
                 elif isinstance(event, MessageEnd):
                     end = event
     except ContextOverflowError as exc:
-        print(f"HTTP 4xx/5xx · the server refused it as too long: {exc} (n_ctx {exc.n_ctx})")
+        print(f"the server refused it as too long (prompt {exc.n_prompt} tokens, n_ctx {exc.n_ctx})")
+        print(f"error: {exc}")
         return 0
     except HTTPStatusError as exc:
         print(f"HTTP {exc.status} · {exc}")

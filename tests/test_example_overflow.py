@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dialects.openai_app import Reply
+from dialects.openai_app import Failure, Reply, make_openai_app
 from dialects.truncating_app import Seen, TruncatingServer
 from support.live_server import LiveServer
 
@@ -47,3 +47,13 @@ def test_a_window_that_fits_keeps_both_keys() -> None:
     with LiveServer(server.app) as live:
         out = run_example(f"{live.url}/v1")
     assert "task key (BRAVO-2718): appears" in out and "system key (ALFA-3141): appears" in out
+
+
+def test_a_loud_server_refusal_is_reported_with_its_numbers() -> None:
+    body = (
+        '{"error":{"code":400,"message":"request (6815 tokens) exceeds the available context size (4096 '
+        'tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":6815,"n_ctx":4096}}'
+    )
+    with LiveServer(make_openai_app(lambda _body: Failure(400, body))) as live:
+        out = run_example(f"{live.url}/v1")
+    assert "the server refused it as too long (prompt 6815 tokens, n_ctx 4096)" in out
