@@ -10,7 +10,7 @@ from aforo.messages import Message, ToolResult, ToolUse
 
 def exchange(i: int, path: str) -> list[Message]:
     use = ToolUse(f"c{i}", "Read", {"file_path": path})
-    return [Message("assistant", (use,)), Message("user", (ToolResult(f"c{i}", f"body of {path}"),))]
+    return [Message("assistant", (use,)), Message("user", (ToolResult(f"c{i}", f"body of {path}\n" * 20),))]
 
 
 def history(n: int) -> list[Message]:
