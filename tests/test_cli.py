@@ -150,3 +150,22 @@ def test_agents_md_is_sent_as_second_system_part(tmp_path: Path) -> None:
         '# Project instructions\n<project_instructions path="AGENTS.md">\nAlways answer in Spanish.\n'
         in (system["content"])
     )
+
+
+def test_temperature_reaches_the_server_and_is_validated(tmp_path: Path) -> None:
+    seen: list[dict[str, Any]] = []
+
+    def answer(body: dict[str, Any]) -> Reply:
+        seen.append(body)
+        return Reply(text="ok", prompt_tokens=800)
+
+    with LiveServer(make_openai_app(answer)) as server:
+        run = run_cli(
+            "-w", str(tmp_path), "--base-url", server.url, "-m", "test-model", "--temperature", "0", "q"
+        )
+        bad = run_cli(
+            "-w", str(tmp_path), "--base-url", server.url, "-m", "test-model", "--temperature", "-1", "q"
+        )
+    assert run.code == 0, run.err
+    assert seen[0]["temperature"] == 0
+    assert bad.code == 2 and "temperature" in bad.err
