@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -39,6 +41,13 @@ def hermetic_env(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.M
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / "xdg-config"))
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     return home
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    """A plain httpx client for tests that talk to a local test server directly."""
+    with httpx.Client() as c:
+        yield c
 
 
 @pytest.fixture

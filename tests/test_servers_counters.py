@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -37,12 +36,6 @@ def conversation(extra: str = "") -> Request:
         Message("user", (ToolResult("call_1", "1\tprint('hello, world')"),)),
     )
     return Request("m", (SystemPart("You are a careful assistant."),), (READ,), messages, 256)
-
-
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client() as c:
-        yield c
 
 
 def paths(app) -> list[str]:  # type: ignore[no-untyped-def]

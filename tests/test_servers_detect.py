@@ -23,12 +23,6 @@ from dialects.servers_apps import (
 from support.live_server import LiveServer, free_port
 
 
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client() as c:
-        yield c
-
-
 @pytest.mark.parametrize(
     "url",
     [

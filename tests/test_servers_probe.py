@@ -4,23 +4,15 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from aforo.servers.detect import detect_server
 from aforo.servers.probe import ProbeResult, probe, run_probe_command
 from aforo.servers.probe_store import ProbeStore
 from dialects.servers_apps import generic_app, llamacpp_app
 from support.live_server import LiveServer, free_port
-
-
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client() as c:
-        yield c
 
 
 def run_probe(client: httpx.Client, app, **kwargs) -> tuple[ProbeResult, list[str]]:  # type: ignore[no-untyped-def]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
@@ -24,12 +22,6 @@ from dialects.servers_apps import (
     vllm_app,
 )
 from support.live_server import LiveServer
-
-
-@pytest.fixture
-def client() -> Iterator[httpx.Client]:
-    with httpx.Client() as c:
-        yield c
 
 
 def test_llamacpp_window_is_n_ctx_from_props_never_the_trained_length(client: httpx.Client) -> None:
