@@ -15,15 +15,6 @@ from typing import Any, Literal
 from aforo.messages import Usage
 
 RunReason = Literal["end_turn", "max_turns", "context_overflow", "max_tokens", "refusal", "aborted", "error"]
-RUN_REASONS: tuple[str, ...] = (
-    "end_turn",
-    "max_turns",
-    "context_overflow",
-    "max_tokens",
-    "refusal",
-    "aborted",
-    "error",
-)
 
 
 @dataclass(frozen=True)

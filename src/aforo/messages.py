@@ -15,7 +15,6 @@ Role = Literal["user", "assistant"]
 
 # Why a provider stopped generating. `tool_use` means "run the tools and call me again".
 StopReason = Literal["end_turn", "tool_use", "max_tokens", "refusal"]
-STOP_REASONS: tuple[str, ...] = ("end_turn", "tool_use", "max_tokens", "refusal")
 
 CLEARED_NOTE = "[Old tool result cleared to save context. Run the tool again if you need this output.]"
 

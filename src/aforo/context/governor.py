@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aforo.context.budget import Budget
@@ -55,7 +55,6 @@ class Facts:
     server: str = ""
     window_source: str = ""
     session: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class Governor:
@@ -154,6 +153,7 @@ class Governor:
                     bytes_after=conversation_bytes(candidate.messages),
                 )
                 request, tokens, exact = candidate, after, after_exact
+                self.estimates.prune(candidate.messages)  # the cleared originals need not stay in memory
                 self.reset_detection()
         over = tokens > self.policy.compact_threshold(self.budget)
         # Before the model has answered once there is nothing to summarize: admission decides alone.
