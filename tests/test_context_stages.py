@@ -23,7 +23,7 @@ from aforo.context.ledger import build_ledger, constraints_of
 from aforo.context.policy import Policy
 from aforo.context.stages import cap_text, clear_old_results
 from aforo.context.tokens import MessageEstimates, estimate_message, estimate_request, estimate_text
-from aforo.messages import CLEARED_NOTE, Message, ToolResult, ToolUse
+from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse
 
 
 def test_budget_numbers_from_the_spec() -> None:
@@ -179,11 +179,14 @@ def test_ledger_constraints_and_evidence() -> None:
 def test_estimates_cache_agrees_with_the_whole_request() -> None:
     messages = [Message.user("a" * 13), Message.assistant("b" * 7), *_exchange(1, 3)]
     cache = MessageEstimates()
-    assert cache.total(messages) == cache.total(messages)
-    from aforo.messages import Request
-
-    req = Request("m", (), (), tuple(messages), 10)
-    assert cache.total(messages) == estimate_request(req)
+    assert cache.total(messages) == estimate_request(Request("m", (), (), tuple(messages), 10))
+    # A turn appends: the cached prefix plus the new part must equal a fresh count of the whole.
+    grown = [*messages, *_exchange(2, 2)]
+    assert cache.total(grown) == estimate_request(Request("m", (), (), tuple(grown), 10))
+    # A stage rewrites a message in the middle: the prefix no longer matches and is recounted.
+    cleared = clear_old_results(grown, keep=1).messages
+    assert cache.total(cleared) == estimate_request(Request("m", (), (), tuple(cleared), 10))
+    assert cache.total(cleared) < cache.total(grown)
 
 
 def test_policy_validation() -> None:
