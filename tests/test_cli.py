@@ -150,6 +150,9 @@ def test_agents_md_is_sent_as_second_system_part(tmp_path: Path) -> None:
         '# Project instructions\n<project_instructions path="AGENTS.md">\nAlways answer in Spanish.\n'
         in (system["content"])
     )
+    # The workspace is named, never spelled out: the request is the same wherever the checkout lives.
+    assert f'the workspace "{ws.name}"' in system["content"]
+    assert str(ws.parent) not in system["content"]
 
 
 def test_temperature_reaches_the_server_and_is_validated(tmp_path: Path) -> None:

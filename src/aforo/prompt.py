@@ -14,7 +14,10 @@ INSTRUCTIONS_FILE = "AGENTS.md"
 # AGENTS.md larger than this is cut: it is resent on every turn of a small window.
 MAX_INSTRUCTIONS_CHARS = 16_000
 
-BASE = """You are aforo, a read-only coding assistant. You work in the workspace {workspace}.
+# The workspace is named, not spelled as an absolute path: tools take relative paths, the model's
+# answers then do not depend on where the checkout lives (the same run reproduces on any machine), and
+# the user's home directory does not leak into every request.
+BASE = """You are aforo, a read-only coding assistant. You work in the workspace "{workspace}".
 You can only read: Glob finds files, Grep searches their contents, Read shows a file with line numbers,
 LS lists a directory. Paths are relative to the workspace. Call a tool whenever you need to see code;
 never guess what a file contains. When you know the answer, reply concisely and cite the files (and
@@ -37,7 +40,7 @@ def load_instructions(workspace: Path) -> str | None:
 
 
 def system_prompt(workspace: Path) -> tuple[SystemPart, ...]:
-    parts = [SystemPart(BASE.format(workspace=workspace), "system prompt")]
+    parts = [SystemPart(BASE.format(workspace=workspace.resolve().name or "/"), "system prompt")]
     instructions = load_instructions(workspace)
     if instructions:
         parts.append(SystemPart(instructions, INSTRUCTIONS_FILE))
