@@ -1,7 +1,6 @@
 """The governor against the real llama-server (-c 4096) and a real model: the window comes from the
 server, counts are exact and equal the server's own, a stage fires and the run stays inside the window
-to a named ending that is not an overflow, and an over-window conversation is refused loudly, never
-answered."""
+and ends end_turn, and an over-window conversation is refused loudly, never answered."""
 
 from __future__ import annotations
 
@@ -42,21 +41,17 @@ def test_window_from_the_server_and_exact_counts_every_turn(
         assert turn["context"] == reported, turn
 
 
-# How a run may end when the governor did its job. Whether a 0.5B model stops on its own within a
-# 256-token answer or keeps talking (max_tokens), or keeps calling tools (max_turns), is the model's
-# wording, not aforo's: the test asserts the protocol facts around it.
-GOVERNED_ENDINGS = {"end_turn": 0, "max_tokens": 5, "max_turns": 4}
-
-
-def test_a_stage_fires_in_a_4096_window_and_the_run_stays_inside_it(
+def test_a_stage_fires_in_a_4096_window_and_the_run_ends_end_turn(
     real_base_url: str, real_model: str, tmp_path: Path
 ) -> None:
     body = "".join(f"def handler_{n}(request):\n    return {{'status': {200 + n % 5}}}\n" for n in range(400))
-    (tmp_path / "app").mkdir()
-    (tmp_path / "app" / "handlers.py").write_text(body)
+    # A fixed workspace name: the system prompt names it, and a greedy model's answer follows the prompt.
+    workspace = tmp_path / "shop"
+    (workspace / "app").mkdir(parents=True)
+    (workspace / "app" / "handlers.py").write_text(body)
     # A short answer budget and few turns keep a 2-core run bounded: the 0.5B model is slow and verbose.
     run = run_cli(
-        "-w", str(tmp_path), "--base-url", real_base_url, "-m", real_model, "--context-window", "4096",
+        "-w", str(workspace), "--base-url", real_base_url, "-m", real_model, "--context-window", "4096",
         "--max-tokens", "256", "--max-turns", "4", "--temperature", "0", "--json",
         "Read app/handlers.py and explain it.", timeout=600,
     )  # fmt: skip
@@ -65,15 +60,14 @@ def test_a_stage_fires_in_a_4096_window_and_the_run_stays_inside_it(
     actions = [e for e in events if e["type"] == "context"]
     assert capped or actions, "a stage must fire: the file is larger than the cap"
     end = run.run_end()
-    assert end["reason"] in GOVERNED_ENDINGS, run.out[-3000:]
-    assert run.code == GOVERNED_ENDINGS[end["reason"]], run.err
+    assert (end["reason"], run.code) == ("end_turn", 0), run.out[-3000:]
     turns = turn_ends(events)
     assert len(turns) == end["turns"] >= 2, "the model must have been asked again after the capped read"
     # Every request fitted what the governor had to give, as the server itself counted it.
     assert all(not t["truncated"] and t["exact"] for t in turns), turns
     assert max(t["context"] for t in turns) <= 4096 - 256
     answer = [e for e in events[events.index(capped[-1]) if capped else 0 :] if e["type"] == "text_delta"]
-    assert answer, "the model spoke again after the capped result reached it"
+    assert answer, "the model answered after the capped result reached it"
 
 
 def test_overflow_example_is_refused_loudly_by_llama_server(real_base_url: str, real_model: str) -> None:
