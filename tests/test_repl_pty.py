@@ -174,7 +174,7 @@ def test_killed_mid_run_resumes_well_formed(model: tuple[Model, str], workspace:
 def test_clear_undo_sessions_resume_and_help(model: tuple[Model, str], workspace: Path) -> None:
     _script, url = model
     child = spawn(url, workspace)
-    first = re.search(r"session (\S+)\. Ask", str(child.before))
+    first = re.search(r"session: (\S+)", str(child.before))
     assert first is not None
     say(child, "first conversation")
     assert "/compact [instructions]" in say(child, "/help")

@@ -38,7 +38,7 @@ class Repl:
         self.prompt: PromptSession[str] = PromptSession(history=_history())
 
     def loop(self) -> int:
-        self.console.print(f"session {self.keeper.record.id}. {GREETING}", markup=False, highlight=False)
+        self.console.print(GREETING, markup=False, highlight=False)
         if self.agent.messages:
             self.status()
         while True:
