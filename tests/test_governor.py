@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from aforo.context.compaction import CompactionError
 from aforo.context.tokens import estimate_request
 from aforo.errors import HTTPStatusError
 from aforo.messages import Request
@@ -181,3 +182,18 @@ def test_calibration_ignores_truncated_and_zero_usage(tmp_path: Path) -> None:
     agent.run("read")
     assert agent.governor.calibration.measured is None
     assert agent.governor.calibration.ratio == 1.0
+
+
+def test_compaction_that_would_not_save_room_is_not_applied(tmp_path: Path) -> None:
+    """Early in a run the summary plus what aforo keeps verbatim can outweigh the little it replaces."""
+    summary = "Goal: answer hi. " + "The user greeted the assistant and the assistant greeted back. " * 20
+    provider = FakeProvider([FakeTurn("Hello."), FakeTurn(summary)])
+    agent, _, journal = make_agent(tmp_path, provider, window=8192, max_tokens=1024)
+    assert agent.run("hi").reason == "end_turn"
+    before = list(agent.messages)
+    request = agent.request()
+    with pytest.raises(CompactionError, match="outweigh what was summarized") as caught:
+        agent.governor.compact_now(request, provider)
+    assert "more than the" not in str(caught.value)
+    assert agent.messages == before
+    assert journal.events("compaction") == []

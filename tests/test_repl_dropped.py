@@ -57,6 +57,13 @@ def test_reset_and_nothing() -> None:
     assert dropped(before, before, "clear").describe() == "nothing was removed since the last checkpoint"
 
 
+def test_undo_names_what_it_set_aside() -> None:
+    before = history(2)  # the conversation an /undo replaced, kept in its safety checkpoint
+    report = dropped(before, history(2)[:1], "undo")
+    assert report.kind == "undone"
+    assert report.describe() == "/undo set aside 5 messages (2 tool results): Read mod0.py, Read mod1.py"
+
+
 def test_well_formed_closes_trailing_calls_only() -> None:
     done = history(1)
     assert well_formed(done) == done

@@ -119,8 +119,14 @@ def test_conversation_context_compact_dropped_undo(model: tuple[Model, str], wor
     out = say(child, "/undo")
     assert "~ conversation restored from checkpoint" in out
     assert "undo: 4 messages came back (1 tool results)" in out
+    compacted = re.search(r"the conversation it replaced is kept in checkpoint (\S+) \(/undo \1\)", out)
+    assert compacted is not None, out
+    assert "nothing to undo" in say(child, "/undo")  # one transformation, undone once
     out = say(child, "what does it define?")
     assert "Answer 6:" in out  # the model saw the restored 4 messages plus the new prompt
+    out = say(child, f"/undo {compacted.group(1)}")  # back to the compacted conversation, by name
+    assert "messages came back (0 tool results)" in out
+    assert re.search(r"^R\s+tool results\s+0\s", say(child, "/context"), re.M)
     assert "unknown command '/bogus'" in say(child, "/bogus")
     assert leave(child) == 0
 

@@ -26,7 +26,7 @@ HELP = """\
 /context               what fills the window: sections, free space, reserve
 /compact [instructions] summarize the conversation now (instructions go to the summarizer)
 /clear                 start over (checkpointed: /undo brings the conversation back)
-/undo                  restore the conversation from the last checkpoint
+/undo [ID]             one transformation back (again: further back); ID: that checkpoint
 /dropped               what the last clearing, compaction or /clear removed
 /sessions              saved conversations, newest first
 /resume [ID]           continue a saved conversation (default: the previous one of this workspace)
@@ -119,24 +119,30 @@ class Commands:
         self.agent.messages = []
         self.keeper.save()
 
-    def undo(self, _arg: str) -> None:
+    def undo(self, wanted: str) -> None:
         gov = self.agent.governor
         request = self.agent.request()
         try:
-            restored = gov.undo(request)
+            undone = gov.undo(request, wanted.strip() or None)
         except StoreError as exc:
             self.say(f"cannot undo: {exc}")
             return
-        if restored is None:
-            self.say("nothing to undo: no clearing, compaction or /clear has happened in this session.")
+        if undone is None:
+            self.say(
+                f"no checkpoint {wanted.strip()!r} in this session (/dropped and the ~ lines name them)."
+                if wanted.strip()
+                else "nothing to undo: no clearing, compaction or /clear before this point in this session."
+            )
             return
-        checkpoint, messages = restored
-        self.agent.messages = list(messages)
+        restore, kept = undone
+        self.agent.messages = list(restore.messages)
         self.keeper.save()
-        results = sum(len(m.tool_results) for m in messages)
+        results = sum(len(m.tool_results) for m in restore.messages)
         # The governor's event line above gives the tokens before -> after; this one, what came back.
         self.say(
-            f"undo: {len(messages)} messages came back ({results} tool results) from checkpoint {checkpoint}"
+            f"undo: {len(restore.messages)} messages came back ({results} tool results) from checkpoint "
+            f"{restore.checkpoint}"
+            + (f"; the conversation it replaced is kept in checkpoint {kept} (/undo {kept})" if kept else "")
         )
 
     def dropped(self, _arg: str) -> None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aforo.context.ledger import is_compacted
+from aforo.context.undo import UNDO_REASON
 from aforo.messages import Message, ToolResult, ToolUse
 
 MAX_LISTED = 8
@@ -23,7 +24,7 @@ _MAIN_ARG = {"Read": "file_path", "Glob": "pattern", "Grep": "pattern", "LS": "p
 
 @dataclass(frozen=True)
 class Dropped:
-    """`kind`: "cleared", "compacted", "reset", "removed" or "nothing"."""
+    """`kind`: "cleared", "compacted", "reset", "undone", "removed" or "nothing"."""
 
     kind: str
     cleared: tuple[str, ...] = ()  # the tool calls whose results were cleared, e.g. "Read a.py"
@@ -38,6 +39,7 @@ class Dropped:
             verb = {
                 "compacted": "compaction summarized",
                 "reset": "/clear set aside",
+                "undone": "/undo set aside",
             }.get(self.kind, "removed")
             results = f" ({len(self.removed_results)} tool results)" if self.removed_results else ""
             tail = f": {_listing(self.removed_results)}" if self.removed_results else ""
@@ -70,6 +72,8 @@ def dropped(before: Sequence[Message], after: Sequence[Message], reason: str = "
     removed_results = tuple(_name(calls, r.tool_use_id) for m in gone for r in m.tool_results)
     if reason == "manual_clear":
         kind = "reset"
+    elif reason == UNDO_REASON:
+        kind = "undone"
     elif gone and any(is_compacted(m) for m in after):
         kind = "compacted"
     elif gone:

@@ -22,10 +22,14 @@ from aforo.context.policy import Policy
 from aforo.context.stages import clear_old_results
 from aforo.context.tokens import CHARS_PER_TOKEN, Calibration, MessageEstimates, Sample, tools_chars
 from aforo.context.transaction import compact, conversation_bytes
+from aforo.context.undo import UNDO_REASON, Restore, choose
 from aforo.errors import ProviderError, RejectedError, StoreError
 from aforo.events import ContextAction, EventSink, Warning
 from aforo.messages import Message, MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
+
+# How a warning names each checkpointed transformation.
+_DOING = {"clear": "clearing", "compact": "compacting", "manual_clear": "clearing", UNDO_REASON: "undoing"}
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,8 @@ class Governor:
         self._fixed: tuple[int, int] = (0, 0)
         # Prompt tokens of a one-character request with this system prompt and tools, per (system, tools).
         self._baseline: dict[int, int] = {}
+        # The checkpoint the last /undo restored: the next one goes further back from there.
+        self._undone: str | None = None
 
     # --- counting --------------------------------------------------------------------------------
 
@@ -212,18 +218,35 @@ class Governor:
         self.reset_detection()
         return cp
 
-    def undo(self, request: Request) -> tuple[str, tuple[Message, ...]] | None:
-        """The conversation as it was at the last checkpoint, or None when there is none."""
-        latest = self.journal.latest_checkpoint()
-        if latest is None:
+    def undo(self, request: Request, wanted: str | None = None) -> tuple[Restore, str | None] | None:
+        """Restore one transformation further back (or the checkpoint `wanted`); None: nothing to undo.
+
+        Returns what is restored and the checkpoint that now holds the conversation it replaces (None
+        when that conversation was empty). Raises StoreError when a checkpoint cannot be read or the
+        current conversation cannot be checkpointed first: then nothing changes.
+        """
+        current = request.messages
+        chosen = choose(self.journal.checkpoint_history(), current, below=self._undone, wanted=wanted)
+        if chosen is None:
             return None
-        cp, messages = latest
         before = self.count(request)[0]
-        after = self.count(request.with_messages(messages))[0]
-        self.emit(ContextAction("restored", before, after, count=len(messages), checkpoint=cp))
-        self.record("recovery", request, before, after, time.monotonic(), cause="undo", checkpoint=cp)
+        kept = None
+        if current:
+            kept = self.take_checkpoint(UNDO_REASON, request, before)
+            if kept is None:
+                raise StoreError(
+                    "the conversation as it is could not be checkpointed first, so nothing was undone"
+                )
+        self._undone = chosen.checkpoint
+        after = self.count(request.with_messages(chosen.messages))[0]
+        self.emit(
+            ContextAction("restored", before, after, count=len(chosen.messages), checkpoint=chosen.checkpoint)
+        )
+        self.record(
+            "recovery", request, before, after, time.monotonic(), cause="undo", checkpoint=chosen.checkpoint
+        )
         self.reset_detection()
-        return cp, tuple(messages)
+        return chosen, kept
 
     # --- after a call ----------------------------------------------------------------------------
 
@@ -336,10 +359,16 @@ class Governor:
             "summary": summary,
         }
         try:
-            return self.journal.checkpoint(reason=reason, messages=list(request.messages), facts=facts)
+            cp = self.journal.checkpoint(reason=reason, messages=list(request.messages), facts=facts)
         except StoreError as exc:
             self.emit(
-                Warning(f"Not {reason}ing the conversation: the checkpoint could not be written ({exc}).")
+                Warning(
+                    f"Not {_DOING.get(reason, reason)} the conversation: the checkpoint could not be "
+                    f"written ({exc})."
+                )
             )
             self.journal.record("rejection", session=self.facts.session, cause=f"checkpoint: {exc}")
             return None
+        if reason != UNDO_REASON:
+            self._undone = None  # a new transformation: the next /undo starts from it
+        return cp

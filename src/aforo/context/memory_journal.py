@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from aforo.messages import Message
@@ -17,11 +18,9 @@ class MemoryJournal:
         self.checkpoints.append((cp_id, reason, list(messages), dict(facts)))
         return cp_id
 
-    def latest_checkpoint(self) -> tuple[str, list[Message]] | None:
-        if not self.checkpoints:
-            return None
-        cp_id, _reason, messages, _facts = self.checkpoints[-1]
-        return cp_id, list(messages)
+    def checkpoint_history(self) -> Iterator[tuple[str, str, list[Message]]]:
+        for cp_id, reason, messages, _facts in reversed(self.checkpoints):
+            yield cp_id, reason, list(messages)
 
     def record(self, event: str, **fields: Any) -> None:
         self.records.append({"event": event, **fields})

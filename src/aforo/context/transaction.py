@@ -78,10 +78,18 @@ def compact(
         assemble(ledger, text, checkpoint, tail, mid_run=messages[-1].role == "user")
     )
     after, exact = gov.count(candidate)
-    if after > gov.budget.available or after >= before:
+    if after > gov.budget.available:
         raise CompactionError(
-            f"the compacted conversation would need {after} tokens (from {before}; {gov.budget.available} "
-            "available), so it was not applied; the conversation was left as it was"
+            f"the compacted conversation would need {after} tokens, more than the {gov.budget.available} "
+            "available, so it was not applied; the conversation was left as it was"
+        )
+    if after >= before:
+        # Early in a run the summary plus what is kept verbatim (requests, the last tool exchange) can
+        # outweigh the little there was to summarize: applying it would cost room, not save it.
+        raise CompactionError(
+            f"the compacted conversation would need {after} tokens, no fewer than the {before} it replaces "
+            "(the summary and what is kept verbatim outweigh what was summarized), so it was not applied; "
+            "the conversation was left as it was"
         )
     gov.emit(ContextAction("compacted", before, after, checkpoint=checkpoint))
     gov.record(

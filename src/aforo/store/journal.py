@@ -7,6 +7,7 @@ becomes a warning once; a checkpoint that fails raises, so the transformation is
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +52,11 @@ class StoreJournal:
         self.last_path = self.checkpoints.write(cp)
         return cp.id
 
-    def latest_checkpoint(self) -> tuple[str, list[Message]] | None:
-        cp = self.checkpoints.latest(self.session)
-        return (cp.id, list(cp.messages)) if cp else None
+    def checkpoint_history(self) -> Iterator[tuple[str, str, list[Message]]]:
+        # Loaded one by one: an undo usually needs only the newest; a corrupt file raises, never skipped.
+        for entry in self.checkpoints.list(self.session):
+            cp = self.checkpoints.load(entry.path)
+            yield cp.id, cp.reason, list(cp.messages)
 
     def record(self, event: str, **fields: Any) -> None:
         if self.telemetry is None:
