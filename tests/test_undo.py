@@ -32,7 +32,10 @@ def test_choose_goes_below_the_last_undo_and_skips_safety_checkpoints() -> None:
 
 
 def test_choose_a_named_checkpoint_by_id_or_its_unique_end() -> None:
-    history = [("20261129-221333-3c39d10b", UNDO_REASON, list(C)), ("20261129-221301-aa11bb22", "clear", list(A))]
+    history = [
+        ("20261129-221333-3c39d10b", UNDO_REASON, list(C)),
+        ("20261129-221301-aa11bb22", "clear", list(A)),
+    ]
     by_end = choose(history, A, wanted="3c39d10b")
     assert by_end is not None and by_end.reason == UNDO_REASON and by_end.messages == C
     assert choose(history, A, wanted="20261129-221301-aa11bb22") is not None
