@@ -16,7 +16,9 @@ from aforo.context.compaction import (
     assemble,
     fit_summary_request,
     keep_tail,
+    render,
     summary_request,
+    summary_words,
     transcript_pieces,
 )
 from aforo.context.ledger import build_ledger, constraints_of
@@ -140,7 +142,8 @@ def test_summary_request_never_exceeds_available(messages: list[Message], availa
             Piece(p.role, SHORTER[p.shrinkable](p.text) if p.shrinkable else p.text, "")
             for p in transcript_pieces(messages)
         ]
-        assert estimate_request(summary_request("m", shortest, 256, None)) > available
+        words = summary_words(estimate_text(render(transcript_pieces(messages))), 256)
+        assert estimate_request(summary_request("m", shortest, 256, None, words)) > available
         return
     assert tokens == estimate_request(request) <= available
     for m in messages:
@@ -216,3 +219,16 @@ def test_clearing_skips_results_shorter_than_the_note() -> None:
         Message("user", (ToolResult("c", "no such file"),)),
     ]
     assert clear_old_results(msgs, keep=0).count == 0
+
+
+def test_summary_request_names_a_word_budget_the_output_limit_can_hold() -> None:
+    assert summary_words(3000, 1024) == 614  # the ceiling: 80% of what 1024 tokens hold
+    assert summary_words(900, 1024) == 225  # a third of the conversation
+    assert summary_words(30, 1024) == 60  # never asks for less than a usable summary
+    assert summary_words(900, 64) == 38  # ...unless the output limit cannot hold even that
+    messages = [Message.user("find the bug"), *_exchange(0, 40)]
+    request, _ = fit_summary_request("m", messages, available=10**6, max_tokens=1024, count=estimate_request)
+    words = summary_words(estimate_text(render(transcript_pieces(messages))), 1024)
+    assert request.messages[0].text.endswith(
+        f"Keep the summary under {words} words.\n\nWrite the summary now."
+    )

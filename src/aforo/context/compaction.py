@@ -86,10 +86,29 @@ def render(pieces: list[Piece]) -> str:
     return "\n\n".join(f"<{p.role}>\n{p.text}\n</{p.role.split(' ', 1)[0]}>" for p in pieces if p.text)
 
 
-def summary_request(model: str, pieces: list[Piece], max_tokens: int, instructions: str | None) -> Request:
+# A summary is worth applying only if it is much shorter than what it replaces (aforo keeps the requests
+# verbatim next to it), and a small model without a length target writes up to its output limit. So the
+# request names a word budget: a third of the conversation, within what the output limit can hold.
+SUMMARY_SHARE = 1 / 3
+WORDS_PER_TOKEN = 0.75
+MIN_SUMMARY_WORDS = 60
+
+
+def summary_words(conversation_tokens: int, max_tokens: int) -> int:
+    """The word budget a summary request names for a conversation of `conversation_tokens`."""
+    ceiling = int(max_tokens * WORDS_PER_TOKEN * 0.8)  # room for the section headers and stray tokens
+    wanted = int(conversation_tokens * SUMMARY_SHARE * WORDS_PER_TOKEN)
+    return max(min(MIN_SUMMARY_WORDS, ceiling), min(wanted, ceiling))
+
+
+def summary_request(
+    model: str, pieces: list[Piece], max_tokens: int, instructions: str | None, words: int | None = None
+) -> Request:
     ask = "Here is the conversation to summarize:\n\n" + render(pieces)
     if instructions:
         ask += f"\n\nThe user adds these instructions for the summary: {instructions}"
+    if words is not None:
+        ask += f"\n\nKeep the summary under {words} words."
     ask += "\n\nWrite the summary now."
     return Request(model, (SystemPart(SUMMARY_SYSTEM, "compaction"),), (), (Message.user(ask),), max_tokens)
 
@@ -111,7 +130,9 @@ def fit_summary_request(
     the user's own messages do not fit.
     """
     pieces = transcript_pieces(messages)
-    request = summary_request(model, pieces, max_tokens, instructions)
+    # The budget follows the whole conversation, not what is left of it after shrinking for the window.
+    words = summary_words(estimate_text(render(pieces)), max_tokens)
+    request = summary_request(model, pieces, max_tokens, instructions, words)
     tokens = count(request)
     target = available
     for _round in range(4):
@@ -129,7 +150,7 @@ def fit_summary_request(
                 if len(short) < len(piece.text):
                     excess -= estimate_text(piece.text) - estimate_text(short)
                     pieces[i] = Piece(piece.role, short, "")
-        request = summary_request(model, pieces, max_tokens, instructions)
+        request = summary_request(model, pieces, max_tokens, instructions, words)
         previous, tokens = tokens, count(request)
         if tokens >= previous:
             break
