@@ -9,10 +9,12 @@ behind never makes it look like a checkpoint or a session; `remove_stale_temps` 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from aforo.errors import StoreError
 from aforo.store.paths import FILE_MODE, ensure_dir
@@ -82,3 +84,20 @@ def remove_stale_temps(directory: Path, max_age_s: float = 60.0) -> int:
                 os.unlink(entry.path)
                 removed += 1
     return removed
+
+
+def read_json(path: Path, what: str, *, missing: str, corrupt_advice: str) -> Any:
+    """The parsed JSON of a state file, or StoreError: `missing` when absent, `what` names it otherwise."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError as exc:
+        raise StoreError(missing) from exc
+    except OSError as exc:
+        raise StoreError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    try:
+        return json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreError(
+            f"{what} {path} is not valid JSON ({exc}): it is corrupt or truncated and will not be used. "
+            f"{corrupt_advice}"
+        ) from exc

@@ -21,7 +21,7 @@ from typing import Any
 
 from aforo.errors import QuotaExceeded, StoreError
 from aforo.messages import Message, messages_from_list, messages_to_list
-from aforo.store.atomic import atomic_write, remove_stale_temps
+from aforo.store.atomic import atomic_write, read_json, remove_stale_temps
 from aforo.store.ids import check_id, new_id, utc_now
 from aforo.store.paths import ensure_dir
 from aforo.store.redact import redact_obj
@@ -167,19 +167,12 @@ def _upgrade(data: Any, where: str) -> dict[str, Any]:
 
 def load_checkpoint(path: Path) -> Checkpoint:
     """Read, check, migrate and build a checkpoint, or raise StoreError saying why not."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError as exc:
-        raise StoreError(f"checkpoint {path} does not exist") from exc
-    except OSError as exc:
-        raise StoreError(f"cannot read checkpoint {path}: {exc.strerror or exc}") from exc
-    try:
-        data = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreError(
-            f"checkpoint {path} is not valid JSON ({exc}): it is corrupt or truncated and will not be used. "
-            "Move it aside to continue."
-        ) from exc
+    data = read_json(
+        path,
+        "checkpoint",
+        missing=f"checkpoint {path} does not exist",
+        corrupt_advice="Move it aside to continue.",
+    )
     data = _upgrade(data, f"checkpoint {path}")
     try:
         return Checkpoint.from_dict(data)

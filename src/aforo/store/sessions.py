@@ -15,7 +15,7 @@ from typing import Any
 
 from aforo.errors import StoreError
 from aforo.messages import Message, messages_from_list, messages_to_list
-from aforo.store.atomic import atomic_write, is_temp_name, remove_stale_temps
+from aforo.store.atomic import atomic_write, is_temp_name, read_json, remove_stale_temps
 from aforo.store.ids import check_id, new_id, utc_now
 from aforo.store.paths import ensure_dir
 from aforo.store.redact import redact_obj
@@ -136,21 +136,12 @@ class SessionStore:
 
     def load(self, session_id: str) -> SessionRecord:
         path = self.path(session_id)
-        try:
-            raw = path.read_bytes()
-        except FileNotFoundError as exc:
-            raise StoreError(
-                f"no session {session_id!r} in {self.root}; `aforo sessions` lists them."
-            ) from exc
-        except OSError as exc:
-            raise StoreError(f"cannot read session {path}: {exc.strerror or exc}") from exc
-        try:
-            data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise StoreError(
-                f"session file {path} is corrupt ({exc}); it will not be used. Move it aside, or resume "
-                "another session (`aforo sessions` lists them)."
-            ) from exc
+        data = read_json(
+            path,
+            "session file",
+            missing=f"no session {session_id!r} in {self.root}; `aforo sessions` lists them.",
+            corrupt_advice="Move it aside, or resume another session (`aforo sessions` lists them).",
+        )
         return _record_from(data, f"session file {path}")
 
     def _files(self) -> builtins.list[Path]:
