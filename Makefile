@@ -22,7 +22,7 @@ test-fast: install
 	$(BIN)/pytest -q
 
 test-real: install
-	scripts/real-model run --allow-unavailable -- $(BIN)/pytest -q -m real
+	scripts/real-model run --reproducible --allow-unavailable -- $(BIN)/pytest -q -m real
 
 lint: install
 	$(BIN)/ruff check src tests bench examples scripts

@@ -8,9 +8,11 @@ capitals: a skipped real suite must never look like a passed one.
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 from aforo.messages import Message, Request
@@ -67,6 +69,25 @@ def real_model() -> str:
 def real_server_url(real_base_url: str) -> str:
     """The same server without /v1, for llama-server's own endpoints (/props, /health, /tokenize)."""
     return real_base_url.removesuffix("/v1")
+
+
+@pytest.fixture(autouse=True)
+def fresh_prompt_cache(real_server_url: str) -> None:
+    """Each test starts with llama-server's prompt cache empty, so its greedy answers do not depend on
+    which tests ran before: a prompt that shares a prefix with a cached one is only partly recomputed, in
+    another batch layout, and a 0.5B model's answer can flip on that (measured). `scripts/real-model
+    --reproducible` (what `make test-real` uses) enables the slot action; elsewhere it is best effort."""
+    try:
+        answer = httpx.post(f"{real_server_url}/slots/0", params={"action": "erase"}, timeout=30)
+    except httpx.HTTPError as exc:
+        warnings.warn(f"could not empty llama-server's prompt cache ({exc}): answers may vary", stacklevel=1)
+        return
+    if answer.status_code != 200:
+        warnings.warn(
+            f"llama-server did not empty its prompt cache (HTTP {answer.status_code}: start it with "
+            "`scripts/real-model start --reproducible`): answers may depend on earlier tests",
+            stacklevel=1,
+        )
 
 
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo"

@@ -53,7 +53,7 @@ def test_a_stage_fires_in_a_4096_window_and_the_run_ends_end_turn(
     run = run_cli(
         "-w", str(workspace), "--base-url", real_base_url, "-m", real_model, "--context-window", "4096",
         "--max-tokens", "256", "--max-turns", "4", "--temperature", "0", "--json",
-        "Read app/handlers.py and explain it.", timeout=600,
+        "Read app/handlers.py and tell me what handler_3 returns.", timeout=600,
     )  # fmt: skip
     events = run.events()
     capped = [e for e in events if e["type"] == "tool_end" and e["truncated"]]
