@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import threading
 
+from aforo.cancel import cancel_on_sigint, interruptible
 from aforo.context.compaction import CompactionError
 from aforo.context.governor import Governor, Prepared
 from aforo.errors import ContextOverflowError, ProviderError, RejectedError
@@ -94,7 +95,8 @@ class Agent:
         totals = _Totals()
         self.messages.append(Message.user(prompt))
         try:
-            result = self._loop(cancel, totals)
+            with cancel_on_sigint(cancel):
+                result = self._loop(cancel, totals)
         except KeyboardInterrupt:
             cancel.set()
             result = totals.result("aborted", "cancelled by the user")
@@ -196,7 +198,7 @@ class Agent:
     ) -> tuple[str, list[StreamToolCall], MessageEnd]:
         text: list[str] = []
         calls: list[StreamToolCall] = []
-        for event in self.provider.stream(request, cancel):
+        for event in interruptible(self.provider.stream(request, cancel), cancel):
             if isinstance(event, StreamText):
                 text.append(event.text)
                 if self.live_text:
