@@ -5,8 +5,9 @@ be between a lock's acquire and the `try` that releases it (a context manager's 
 Python), and the connection's cleanup then waits on that lock forever. That is the likely cause of a
 hang after Ctrl-C seen once in a fresh-clone test run (not reproduced in 40 runs under load, so not
 proven). Either way no library should see an asynchronous exception: during a run, the first Ctrl-C
-only sets `cancel`; the loop checks it at safe points, and the model's stream is read in a worker thread so a stalled server cannot keep the user waiting. A
-second Ctrl-C raises as usual, for a user who insists.
+only sets `cancel`; the loop checks it at safe points, and the model's stream is read in a worker
+thread so a stalled server cannot keep the user waiting. A second Ctrl-C raises as usual, for a user
+who insists.
 """
 
 from __future__ import annotations
