@@ -11,10 +11,16 @@ AforoError
 ├── ToolError              a tool refused or failed; becomes an is_error tool_result, never a crash
 ├── StoreError             a checkpoint/session/telemetry read or write failed
 │   └── QuotaExceeded      a write would exceed the state quota
-└── RejectedError          the governor refused to send a request that cannot fit (nothing was sent)
+├── RejectedError          the governor refused to send a request that cannot fit (nothing was sent)
+└── LimitExceeded          an input went past one of the named limits of `aforo.limits`
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from aforo.limits import Limit
 
 
 class AforoError(Exception):
@@ -77,3 +83,12 @@ class RejectedError(AforoError):
     def __init__(self, message: str, *, cause: str) -> None:
         super().__init__(message)
         self.cause = cause
+
+
+class LimitExceeded(AforoError):
+    """An input went past a named limit (`aforo.limits`). The message names it and how to raise it."""
+
+    def __init__(self, limit: Limit, what: str) -> None:
+        how = f" Raise it with {limit.setting}." if limit.setting else ""
+        super().__init__(f"{what}: over the {limit.describe()} limit.{how}")
+        self.limit = limit
