@@ -10,7 +10,9 @@ import httpx
 import pytest
 
 from aforo.errors import ConfigError
-from aforo.servers.detect import detect_server, normalize_base_url
+from aforo.server_kinds import KINDS
+from aforo.servers.detect import detect_server
+from aforo.wire.http import normalize_base_url
 from dialects.servers_apps import (
     generic_app,
     litellm_app,
@@ -67,7 +69,7 @@ def test_detects_each_kind_with_or_without_v1(
     client: httpx.Client, running: dict[str, str], kind: str, suffix: str
 ) -> None:
     url = running[kind]
-    info = detect_server(client, url + suffix)
+    info = detect_server(client, url + suffix, kinds=KINDS)
     assert info.kind == kind
     assert info.root_url == url
     assert info.v1_url == f"{url}/v1"
@@ -75,17 +77,17 @@ def test_detects_each_kind_with_or_without_v1(
 
 def test_detection_reads_version_and_models(client: httpx.Client) -> None:
     with LiveServer(ollama_app(version="0.13.1", models=("a:latest", "b:7b"))) as server:
-        info = detect_server(client, server.url)
+        info = detect_server(client, server.url, kinds=KINDS)
     assert info.version == "0.13.1"
     assert info.models == ["a:latest", "b:7b"]
     with LiveServer(vllm_app(model="org/model")) as server:
-        info = detect_server(client, server.url)
+        info = detect_server(client, server.url, kinds=KINDS)
     assert (info.version, info.models) == ("0.6.3", ["org/model"])
 
 
 def test_hint_overrides_detection(client: httpx.Client) -> None:
     with LiveServer(llamacpp_app()) as server:
-        info = detect_server(client, server.url, hint="openai")
+        info = detect_server(client, server.url, hint="openai", kinds=KINDS)
     assert info.kind == "openai"
     # As a generic server only /v1/models is read, and llama-server keeps its window under `meta` there.
     assert info.window_detail == ""
@@ -93,7 +95,7 @@ def test_hint_overrides_detection(client: httpx.Client) -> None:
 
 def test_hint_of_the_right_kind_still_reads_the_window(client: httpx.Client) -> None:
     with LiveServer(llamacpp_app(n_ctx=2048)) as server:
-        info = detect_server(client, server.url, hint="llama.cpp")
+        info = detect_server(client, server.url, hint="llama.cpp", kinds=KINDS)
     assert (info.kind, info.served_window, info.window_detail) == (
         "llama.cpp",
         2048,
@@ -103,9 +105,9 @@ def test_hint_of_the_right_kind_still_reads_the_window(client: httpx.Client) -> 
 
 def test_unknown_hint_is_a_config_error(client: httpx.Client) -> None:
     with pytest.raises(ConfigError, match="--server"):
-        detect_server(client, "http://127.0.0.1:1", hint="kobold")
+        detect_server(client, "http://127.0.0.1:1", hint="kobold", kinds=KINDS)
 
 
 def test_nothing_listening_is_a_generic_server_not_a_crash(client: httpx.Client) -> None:
-    info = detect_server(client, f"http://127.0.0.1:{free_port()}/v1")
+    info = detect_server(client, f"http://127.0.0.1:{free_port()}/v1", kinds=KINDS)
     assert (info.kind, info.served_window, info.models) == ("openai", None, [])
