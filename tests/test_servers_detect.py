@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 from collections.abc import Iterator
 from typing import Any
@@ -111,3 +112,28 @@ def test_unknown_hint_is_a_config_error(client: httpx.Client) -> None:
 def test_nothing_listening_is_a_generic_server_not_a_crash(client: httpx.Client) -> None:
     info = detect_server(client, f"http://127.0.0.1:{free_port()}/v1", kinds=KINDS)
     assert (info.kind, info.served_window, info.models) == ("openai", None, [])
+
+
+def counting(app: Any) -> tuple[Any, collections.Counter[str]]:
+    """`app` behind an ASGI wrapper that counts the GETs of each path."""
+    gets: collections.Counter[str] = collections.Counter()
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            gets[scope["path"]] += 1
+        await app(scope, receive, send)
+
+    return wrapped, gets
+
+
+@pytest.mark.parametrize(("kind", "make_app"), APPS)
+def test_detection_fetches_each_document_once(client: httpx.Client, kind: str, make_app: Any) -> None:
+    app, gets = counting(make_app())
+    with LiveServer(app) as server:
+        # A model the server does not serve: every window reader and the catalog fallback are asked.
+        info = detect_server(client, server.url, kinds=KINDS, model="not-served")
+    assert info.kind == kind
+    assert gets, "detection asked nothing"
+    assert {path: n for path, n in gets.items() if n > 1} == {}
+    # On a generic server the vLLM check, the model list and the catalog fallback all read it.
+    assert gets["/v1/models"] == 1
