@@ -12,77 +12,59 @@ from __future__ import annotations
 from aforo.protocols import Provider
 from aforo.providers.ollama import OllamaProvider
 from aforo.providers.openai_compat import OpenAICompatProvider
-from aforo.servers import detect, windows
 from aforo.servers.counters import LlamaCppCounter, TgiCounter, VllmCounter
+from aforo.servers.detect import (
+    check_litellm,
+    check_llamacpp,
+    check_lmstudio,
+    check_ollama,
+    check_tgi,
+    check_vllm,
+    ollama_model_ids,
+)
 from aforo.servers.kind import ServerInfo, ServerKind
+from aforo.servers.windows import (
+    read_litellm,
+    read_llamacpp,
+    read_lmstudio,
+    read_ollama,
+    read_tgi,
+    read_vllm,
+)
 
 
-def openai_provider(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
+def openai_compat(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
     return OpenAICompatProvider(server.v1_url, model, api_key=api_key)
 
 
-def ollama_provider(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
+def ollama_native(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
     return OllamaProvider(server.root_url, model, num_ctx=window, version=server.version)
 
 
-# Detection tries the checks in this order, most distinctive answer first, so a server is never taken
-# for one it imitates (LM Studio and LiteLLM also answer /v1/models; only vLLM/SGLang put max_model_len
-# there). The first entry has no check: it is what a server that answers none of them is.
+# Each entry: name, detection check, window reader, provider factory, then what only some kinds have
+# (an exact counter, `loud`, ...; see ServerKind). Detection tries the checks in this order, most
+# distinctive answer first, so a server is never taken for one it imitates (LM Studio and LiteLLM also
+# answer /v1/models; only vLLM/SGLang put max_model_len there). The first entry has no check: it is
+# what a server that answers none of them is.
 KINDS: tuple[ServerKind, ...] = (
-    ServerKind("openai", check=None, window=None, counter=None, loud=False, provider=openai_provider),
+    ServerKind("openai", check=None, window=None, provider=openai_compat),
     ServerKind(
         "ollama",
-        check=detect.check_ollama,
-        window=windows.read_ollama,
-        counter=None,
+        check_ollama,
+        read_ollama,
+        ollama_native,
         loud=True,  # the native adapter sends `truncate: false`, and its overflow 400 is mapped
-        provider=ollama_provider,
-        models=detect.ollama_model_ids,
+        models=ollama_model_ids,
         sets_window=True,
         probe_note=(
             "note: this is Ollama's OpenAI endpoint; aforo's native Ollama adapter sets num_ctx itself"
         ),
     ),
-    ServerKind(
-        "llama.cpp",
-        check=detect.check_llamacpp,
-        window=windows.read_llamacpp,
-        counter=LlamaCppCounter,
-        loud=True,
-        provider=openai_provider,
-    ),
-    ServerKind(
-        "tgi",
-        check=detect.check_tgi,
-        window=windows.read_tgi,
-        counter=TgiCounter,
-        loud=True,
-        provider=openai_provider,
-    ),
-    ServerKind(
-        "lmstudio",
-        check=detect.check_lmstudio,
-        window=windows.read_lmstudio,
-        counter=None,
-        loud=False,
-        provider=openai_provider,
-    ),
-    ServerKind(
-        "litellm",
-        check=detect.check_litellm,
-        window=windows.read_litellm,
-        counter=None,
-        loud=False,
-        provider=openai_provider,
-    ),
-    ServerKind(
-        "vllm",
-        check=detect.check_vllm,
-        window=windows.read_vllm,
-        counter=VllmCounter,
-        loud=True,
-        provider=openai_provider,
-    ),
+    ServerKind("llama.cpp", check_llamacpp, read_llamacpp, openai_compat, counter=LlamaCppCounter, loud=True),
+    ServerKind("tgi", check_tgi, read_tgi, openai_compat, counter=TgiCounter, loud=True),
+    ServerKind("lmstudio", check_lmstudio, read_lmstudio, openai_compat),
+    ServerKind("litellm", check_litellm, read_litellm, openai_compat),
+    ServerKind("vllm", check_vllm, read_vllm, openai_compat, counter=VllmCounter, loud=True),
 )
 
 SERVER_KINDS: tuple[str, ...] = tuple(kind.name for kind in KINDS)

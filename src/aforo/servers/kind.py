@@ -46,11 +46,11 @@ class ServerKind:
     name: str
     check: Check | None  # None: the fallback kind, chosen when no other kind's check answers
     window: WindowReader | None  # None: only the generic catalog fields of /v1/models
-    counter: CounterFactory | None  # None: no exact counter on the server (the governor estimates)
-    # Loud servers answer an over-long prompt with an error instead of dropping part of it, so an
-    # answer can be streamed as it arrives: it cannot be a silently truncated one.
-    loud: bool
     provider: ProviderFactory
+    counter: CounterFactory | None = None  # None: no exact counter on the server (the governor estimates)
+    # Loud servers answer an over-long prompt with an error instead of dropping part of it, so an answer
+    # can be streamed as it arrives: it cannot be a silently truncated one. Unknown means silent.
+    loud: bool = False
     models: ModelLister | None = None  # None: the ids of /v1/models
     # The adapter sends the window with every request (Ollama's num_ctx): a configured window is the
     # one the server will serve, whatever it serves now.
