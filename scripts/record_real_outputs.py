@@ -19,9 +19,9 @@ import httpx
 
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
 from aforo.prompt import system_prompt
-from aforo.providers.openai_wire import chat_body
 from aforo.providers.textcalls import extract_text_tool_calls
 from aforo.tools.registry import default_registry
+from aforo.wire.openai_chat import chat_body
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "examples" / "demo"

@@ -21,6 +21,7 @@ from aforo.messages import (
     ToolUse,
 )
 from aforo.providers.ollama import OllamaProvider, parse_version, supports_truncate_flag
+from aforo.server_kinds import KINDS
 from aforo.servers.detect import detect_server
 from aforo.servers.windows import resolve_window
 from dialects.servers_apps import ollama_app
@@ -183,7 +184,7 @@ def test_configured_window_larger_than_the_loaded_one_never_loses_the_task() -> 
 
     app = ollama_app(loaded={MODEL: 4096})
     with LiveServer(app) as server, httpx.Client() as client:
-        info = detect_server(client, server.url + "/v1", model=MODEL)
+        info = detect_server(client, server.url + "/v1", model=MODEL, kinds=KINDS)
         resolution = resolve_window(32768, "--context-window", info.served_window, info.window_detail, None)
         with OllamaProvider(server.url, MODEL, num_ctx=resolution.window, version=info.version) as provider:
             collect(provider, request())

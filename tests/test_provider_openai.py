@@ -28,7 +28,7 @@ from aforo.messages import (
     ToolSpec,
     Usage,
 )
-from aforo.providers import http
+from aforo.providers import retry
 from aforo.providers.openai_compat import OpenAICompatProvider
 from dialects.openai_app import Answer, Call, Failure, Raw, Reply, Script, make_openai_app
 from support.live_server import LiveServer, free_port
@@ -68,7 +68,7 @@ def server() -> Iterator[tuple[LiveServer, Switch]]:
 def serve(server: tuple[LiveServer, Switch], monkeypatch: pytest.MonkeyPatch) -> Serve:
     """serve(*answers) -> (provider, script): the server plays `answers`; the adapter points at it."""
     live, switch = server
-    monkeypatch.setattr(http, "RETRY_WAIT", 0.01)
+    monkeypatch.setattr(retry, "RETRY_WAIT", 0.01)
 
     def start(*answers: Answer, retries: int = 0, timeout: float = 30) -> tuple[OpenAICompatProvider, Script]:
         switch.script = Script(*answers)

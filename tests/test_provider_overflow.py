@@ -7,8 +7,9 @@ import json
 import pytest
 
 from aforo.errors import ContextOverflowError, HTTPStatusError
-from aforo.providers.http import is_retryable, server_message, status_error
-from aforo.providers.overflow_dialects import map_overflow
+from aforo.providers.retry import is_retryable
+from aforo.wire.http import server_message, status_error
+from aforo.wire.overflow_dialects import map_overflow
 
 
 def _openai_error(message: str, type_: str = "invalid_request_error", code: object = None) -> str:

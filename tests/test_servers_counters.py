@@ -8,12 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from aforo.context.tokens import Calibration, Sample
 from aforo.errors import ConfigError, ConnectError, ProviderError
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolSpec, ToolUse
-from aforo.providers.openai_wire import chat_body
+from aforo.protocols import TokenCounter
+from aforo.server_kinds import KINDS
 from aforo.servers.counters import (
-    EstimateCounter,
     LlamaCppCounter,
     TgiCounter,
     TokenizerJsonCounter,
@@ -21,6 +20,8 @@ from aforo.servers.counters import (
     make_counter,
 )
 from aforo.servers.detect import detect_server
+from aforo.servers.kind import kind_named
+from aforo.wire.openai_chat import chat_body
 from dialects.servers_apps import chat_tokens, generic_app, llamacpp_app, tgi_app, vllm_app
 from support.live_server import LiveServer
 
@@ -129,36 +130,40 @@ def test_a_malformed_count_is_a_provider_error(client: httpx.Client) -> None:
 # --- choosing a counter ------------------------------------------------------------------------------
 
 
+def counter_for(
+    client: httpx.Client, url: str, tokenizer: Path | None, hint: str | None = None
+) -> TokenCounter | None:
+    """The counter the CLI would choose: the detected kind's own, checked, else the tokenizer.json."""
+    info = detect_server(client, url, hint, kinds=KINDS)
+    server_counter = kind_named(KINDS, info.kind).counter
+    return make_counter(server_counter, client, info.root_url, info.models[0], tokenizer)
+
+
 def test_make_counter_prefers_the_servers_exact_counter(client: httpx.Client, tmp_path: Path) -> None:
     with LiveServer(llamacpp_app()) as server:
-        info = detect_server(client, server.url)
-        counter = make_counter(info, client, tiny_tokenizer(tmp_path))
-    assert isinstance(counter, LlamaCppCounter)
+        assert isinstance(counter_for(client, server.url, tiny_tokenizer(tmp_path)), LlamaCppCounter)
     with LiveServer(vllm_app(model="org/m")) as server:
-        info = detect_server(client, server.url)
-        assert isinstance(make_counter(info, client, None), VllmCounter)
+        assert isinstance(counter_for(client, server.url, None), VllmCounter)
+    with LiveServer(tgi_app()) as server:
+        assert isinstance(counter_for(client, server.url, None), TgiCounter)
 
 
-def test_make_counter_falls_back_to_tokenizer_json_then_estimate(
-    client: httpx.Client, tmp_path: Path
-) -> None:
+def test_make_counter_falls_back_to_tokenizer_json_then_none(client: httpx.Client, tmp_path: Path) -> None:
     with LiveServer(generic_app()) as server:
-        info = detect_server(client, server.url)
-        assert isinstance(make_counter(info, client, tiny_tokenizer(tmp_path)), TokenizerJsonCounter)
-        estimate = make_counter(info, client, None)
+        assert isinstance(counter_for(client, server.url, tiny_tokenizer(tmp_path)), TokenizerJsonCounter)
+        # No exact counter at all: the governor estimates.
+        assert counter_for(client, server.url, None) is None
         # A server that claims to be vLLM but cannot tokenize: its counter is checked and skipped.
-        hinted = detect_server(client, server.url, hint="vllm")
-        assert isinstance(make_counter(hinted, client, None, model="m"), EstimateCounter)
-    assert (estimate.name, estimate.exact) == ("estimate", False)
+        assert counter_for(client, server.url, None, hint="vllm") is None
+        hinted = counter_for(client, server.url, tiny_tokenizer(tmp_path), hint="vllm")
+        assert isinstance(hinted, TokenizerJsonCounter)
 
 
 def test_make_counter_rejects_a_bad_tokenizer_path_even_when_the_server_counts(
     client: httpx.Client, tmp_path: Path
 ) -> None:
-    with LiveServer(llamacpp_app()) as server:
-        info = detect_server(client, server.url)
-        with pytest.raises(ConfigError, match="no such file"):
-            make_counter(info, client, tmp_path / "missing.json")
+    with LiveServer(llamacpp_app()) as server, pytest.raises(ConfigError, match="no such file"):
+        counter_for(client, server.url, tmp_path / "missing.json")
 
 
 # --- tokenizer.json ----------------------------------------------------------------------------------
@@ -226,16 +231,3 @@ def tiny_path_placeholder(tmp_path: Path) -> Path:
     path = tmp_path / "t.json"
     path.write_text("{}")
     return path
-
-
-# --- the estimate --------------------------------------------------------------------------------------
-
-
-def test_estimate_counter_follows_the_calibration() -> None:
-    calibration = Calibration()
-    counter = EstimateCounter(calibration)
-    request = conversation()
-    raw = counter.count(request)
-    calibration.update(Sample(tokens=2 * raw, estimate=raw))
-    assert counter.count(request) == 2 * raw
-    assert counter.count_messages(request.messages) < counter.count(request)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 
+from aforo.server_kinds import KINDS
 from aforo.servers.detect import detect_server
 from aforo.servers.probe import ProbeResult, probe, run_probe_command
 from aforo.servers.probe_store import ProbeStore
@@ -18,7 +19,7 @@ from support.live_server import LiveServer, free_port
 def run_probe(client: httpx.Client, app, **kwargs) -> tuple[ProbeResult, list[str]]:  # type: ignore[no-untyped-def]
     lines: list[str] = []
     with LiveServer(app) as server:
-        info = detect_server(client, server.url + "/v1", model="m")
+        info = detect_server(client, server.url + "/v1", model="m", kinds=KINDS)
         result = probe(client, info, "m", progress=lines.append, **kwargs)
     return result, lines
 
@@ -46,7 +47,7 @@ def test_llama_server_error_names_its_window(client: httpx.Client) -> None:
 def test_llama_server_error_without_the_served_hint(client: httpx.Client) -> None:
     app = llamacpp_app(n_ctx=3000)
     with LiveServer(app) as server:
-        info = detect_server(client, server.url, hint="openai")
+        info = detect_server(client, server.url, hint="openai", kinds=KINDS)
         result = probe(client, info, "m", progress=lambda _: None)
     assert (result.window, result.overflow) == (3000, "error")
 
@@ -110,7 +111,7 @@ def test_store_ignores_a_corrupt_file(tmp_path: Path) -> None:
 def test_command_json_probes_and_remembers(aforo_home: Path) -> None:
     out = io.StringIO()
     with LiveServer(llamacpp_app(n_ctx=4096)) as server:
-        code = run_probe_command(server.url + "/v1", None, None, True, out)
+        code = run_probe_command(server.url + "/v1", None, None, True, out, kinds=KINDS)
     assert code == 0
     doc = json.loads(out.getvalue())
     assert (doc["window"], doc["overflow"]) == (4096, "error")
@@ -124,7 +125,7 @@ def test_command_json_probes_and_remembers(aforo_home: Path) -> None:
 def test_command_human_output_shows_progress_and_summary() -> None:
     out = io.StringIO()
     with LiveServer(generic_app(window=4096, overflow="truncate")) as server:
-        code = run_probe_command(server.url, "m", None, False, out)
+        code = run_probe_command(server.url, "m", None, False, out, kinds=KINDS)
     text = out.getvalue()
     assert code == 0
     assert "probe 1:" in text and "window:" in text and "overflow: truncate" in text
@@ -132,9 +133,9 @@ def test_command_human_output_shows_progress_and_summary() -> None:
 
 def test_command_errors_have_exit_codes() -> None:
     out = io.StringIO()
-    assert run_probe_command(f"http://127.0.0.1:{free_port()}", "m", None, True, out) == 1
+    assert run_probe_command(f"http://127.0.0.1:{free_port()}", "m", None, True, out, kinds=KINDS) == 1
     assert "no server at" in json.loads(out.getvalue())["error"]
     out = io.StringIO()
-    assert run_probe_command(f"http://127.0.0.1:{free_port()}", None, None, False, out) == 2
+    assert run_probe_command(f"http://127.0.0.1:{free_port()}", None, None, False, out, kinds=KINDS) == 2
     assert "--model" in out.getvalue()
-    assert run_probe_command("http://127.0.0.1:1", "m", "nonsense", False, io.StringIO()) == 2
+    assert run_probe_command("http://127.0.0.1:1", "m", "nonsense", False, io.StringIO(), kinds=KINDS) == 2

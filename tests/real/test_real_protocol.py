@@ -16,8 +16,8 @@ import pytest
 from aforo.errors import ContextOverflowError
 from aforo.messages import Message, MessageEnd, Request, TextBlock, ToolResult, ToolUse
 from aforo.providers.openai_compat import OpenAICompatProvider
-from aforo.providers.openai_wire import chat_body
-from aforo.providers.overflow_dialects import map_overflow
+from aforo.wire.openai_chat import chat_body
+from aforo.wire.overflow_dialects import map_overflow
 
 pytestmark = pytest.mark.real
 

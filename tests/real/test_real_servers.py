@@ -14,10 +14,12 @@ import httpx
 import pytest
 
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolSpec, ToolUse
-from aforo.providers.openai_wire import chat_body
+from aforo.server_kinds import KINDS
 from aforo.servers.counters import LlamaCppCounter, make_counter
 from aforo.servers.detect import detect_server
+from aforo.servers.kind import kind_named
 from aforo.servers.probe import probe
+from aforo.wire.openai_chat import chat_body
 
 BASE_URL = os.environ.get("AFORO_REAL_BASE_URL")
 MODEL = os.environ.get("AFORO_REAL_MODEL", "")
@@ -57,14 +59,15 @@ def turns() -> list[Request]:
 
 
 def test_window_from_props_is_4096(client: httpx.Client) -> None:
-    info = detect_server(client, str(BASE_URL), model=MODEL)
+    info = detect_server(client, str(BASE_URL), kinds=KINDS, model=MODEL)
     assert info.kind == "llama.cpp"
     assert (info.served_window, info.window_detail) == (4096, "llama.cpp /props n_ctx")
 
 
 def test_exact_counts_equal_the_servers_prompt_tokens(client: httpx.Client) -> None:
-    info = detect_server(client, str(BASE_URL), model=MODEL)
-    counter = make_counter(info, client, None, model=MODEL)
+    info = detect_server(client, str(BASE_URL), kinds=KINDS, model=MODEL)
+    model = MODEL or info.models[0]
+    counter = make_counter(kind_named(KINDS, info.kind).counter, client, info.root_url, model, None)
     assert isinstance(counter, LlamaCppCounter) and counter.exact
     for request in turns():
         body = chat_body(request, stream=False)
@@ -75,6 +78,6 @@ def test_exact_counts_equal_the_servers_prompt_tokens(client: httpx.Client) -> N
 
 
 def test_probe_reports_4096_and_error(client: httpx.Client) -> None:
-    info = detect_server(client, str(BASE_URL), model=MODEL)
+    info = detect_server(client, str(BASE_URL), kinds=KINDS, model=MODEL)
     result = probe(client, info, MODEL or (info.models[0] if info.models else ""), progress=lambda _: None)
     assert (result.window, result.overflow) == (4096, "error")

@@ -15,9 +15,9 @@ import httpx
 import pytest
 
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
-from aforo.providers.openai_wire import chat_body
 from aforo.providers.textcalls import extract_text_tool_calls
 from aforo.tools.registry import default_registry
+from aforo.wire.openai_chat import chat_body
 
 pytestmark = pytest.mark.real
 

@@ -17,17 +17,23 @@ import uvicorn
 
 
 def free_port() -> int:
+    """A port with nothing listening on it, for tests of "no server there" (never to serve on)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 class LiveServer:
-    def __init__(self, app: Any, port: int | None = None) -> None:
-        self.port = port or free_port()
-        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, daemon=True)
+    def __init__(self, app: Any) -> None:
+        # Bound on port 0 and handed to uvicorn still open: the port the OS gave cannot be taken by
+        # anyone else between choosing it and serving on it.
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.bind(("127.0.0.1", 0))
+        self.port = int(self._socket.getsockname()[1])
+        self._server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -45,3 +51,4 @@ class LiveServer:
     def __exit__(self, *exc: object) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
+        self._socket.close()

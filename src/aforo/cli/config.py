@@ -16,9 +16,9 @@ import platformdirs
 
 from aforo.context.policy import Policy
 from aforo.errors import ConfigError
+from aforo.server_kinds import SERVER_KINDS
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
-SERVER_KINDS = ("openai", "ollama", "llama.cpp", "vllm", "lmstudio", "litellm", "tgi")
 PROJECT_FILE = ".aforo.toml"
 
 

@@ -7,8 +7,9 @@ import json
 import os
 import sys
 
-from aforo.cli.config import DEFAULT_BASE_URL, SERVER_KINDS
+from aforo.cli.config import DEFAULT_BASE_URL
 from aforo.errors import StoreError
+from aforo.server_kinds import KINDS, SERVER_KINDS
 from aforo.servers.probe import run_probe_command
 from aforo.store.paths import sessions_dir
 from aforo.store.sessions import SessionStore
@@ -26,7 +27,7 @@ def probe_main(argv: list[str]) -> int:
     parser.add_argument("--server", choices=SERVER_KINDS, default=None)
     parser.add_argument("--json", action="store_true", help="print {window, overflow, source} as JSON")
     args = parser.parse_args(argv)
-    return run_probe_command(args.base_url, args.model, args.server, args.json, sys.stdout)
+    return run_probe_command(args.base_url, args.model, args.server, args.json, sys.stdout, kinds=KINDS)
 
 
 def stats_main(argv: list[str]) -> int:

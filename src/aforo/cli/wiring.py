@@ -3,6 +3,7 @@ provider and the best token counter, and hand everything to the agent. No policy
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import httpx
@@ -15,17 +16,13 @@ from aforo.errors import ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.prompt import system_prompt
 from aforo.protocols import Journal, Provider, TokenCounter
-from aforo.providers.ollama import OllamaProvider
-from aforo.providers.openai_compat import OpenAICompatProvider
+from aforo.server_kinds import KINDS
 from aforo.servers.counters import make_counter
-from aforo.servers.detect import ServerInfo, detect_server
+from aforo.servers.detect import detect_server
+from aforo.servers.kind import ServerInfo, ServerKind, kind_named
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
 from aforo.tools.registry import default_registry
-
-# Servers that answer an over-long prompt with an error instead of dropping part of it: on these an
-# answer can be streamed as it arrives, since it cannot be a silently truncated one.
-LOUD_SERVERS = frozenset({"llama.cpp", "vllm", "tgi", "ollama"})
 
 
 @dataclass
@@ -37,16 +34,24 @@ class Runtime:
     model: str
 
 
-def build_runtime(cfg: Config, emit: EventSink, journal: Journal, *, session: str = "") -> Runtime:
+def build_runtime(
+    cfg: Config,
+    emit: EventSink,
+    journal: Journal,
+    *,
+    session: str = "",
+    kinds: Sequence[ServerKind] = KINDS,
+) -> Runtime:
     client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0))
-    server = detect_server(client, cfg.base_url, cfg.server, model=cfg.model)
+    server = detect_server(client, cfg.base_url, cfg.server, kinds=kinds, model=cfg.model)
+    kind = kind_named(kinds, server.kind)
     model = cfg.model or (server.models[0] if len(server.models) == 1 else None)
     if model is None:
         listed = f" The server lists: {', '.join(server.models[:10])}." if server.models else ""
         raise ConfigError(f"no model given: pass --model NAME (or set AFORO_MODEL).{listed}")
     served, served_src = server.served_window, server.window_detail or None
-    if server.kind == "ollama" and cfg.context_window:
-        # The native adapter sends num_ctx itself: the configured window is what Ollama will serve.
+    if kind.sets_window and cfg.context_window:
+        # The adapter sends the window itself: the configured window is what the server will serve.
         served, served_src = None, None
     remembered = ProbeStore().load(server.root_url, model)
     resolution = resolve_window(
@@ -60,13 +65,8 @@ def build_runtime(cfg: Config, emit: EventSink, journal: Journal, *, session: st
     for warning in resolution.warnings:
         emit(Warning(warning.removeprefix("! ")))
     budget = Budget(resolution.window, cfg.max_tokens, resolution.source)
-    provider: Provider
-    if server.kind == "ollama":
-        provider = OllamaProvider(server.root_url, model, num_ctx=budget.window, version=server.version)
-    else:
-        provider = OpenAICompatProvider(server.v1_url, model, api_key=cfg.api_key)
-    chosen = make_counter(server, client, cfg.tokenizer, model=model)
-    counter = chosen if chosen.exact else None
+    provider = kind.provider(server, model, window=budget.window, api_key=cfg.api_key)
+    counter = make_counter(kind.counter, client, server.root_url, model, cfg.tokenizer)
     facts = Facts(model=model, server=server.kind, window_source=resolution.source, session=session)
     governor = Governor(
         budget=budget,
@@ -86,7 +86,7 @@ def build_runtime(cfg: Config, emit: EventSink, journal: Journal, *, session: st
         emit=emit,
         max_turns=cfg.max_turns,
         temperature=cfg.temperature,
-        live_text=server.kind in LOUD_SERVERS,
+        live_text=kind.loud,
     )
     emit(
         Info(
@@ -98,7 +98,7 @@ def build_runtime(cfg: Config, emit: EventSink, journal: Journal, *, session: st
                 "window": budget.window,
                 "window_source": resolution.source,
                 "reserve": budget.reserve,
-                "counter": chosen.name if counter else "estimate",
+                "counter": counter.name if counter else "estimate",
             }
         )
     )

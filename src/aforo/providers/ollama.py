@@ -36,10 +36,8 @@ from aforo.messages import (
     ToolUse,
     Usage,
 )
-from aforo.providers.http import status_error, translate_transport
-from aforo.providers.openai_wire import tools_to_openai
-from aforo.servers.detect import normalize_base_url
-from aforo.servers.http import get_json_quiet
+from aforo.wire.http import get_json_quiet, normalize_base_url, status_error, translate_transport
+from aforo.wire.openai_chat import tools_to_openai
 
 # The first release whose /api/chat accepts "truncate": false (older ones would truncate anyway).
 TRUNCATE_FLAG_SINCE = (0, 12, 6)

@@ -22,8 +22,9 @@ from httpx_sse import SSEError, connect_sse
 
 from aforo.errors import ConfigError, ProtocolError
 from aforo.messages import MessageEnd, Request, StopReason, StreamEvent, StreamText, StreamToolCall, Usage
-from aforo.providers.http import retrying, status_error, translate_transport
-from aforo.providers.openai_wire import chat_body
+from aforo.providers.retry import retrying
+from aforo.wire.http import status_error, translate_transport
+from aforo.wire.openai_chat import chat_body
 
 FINISH_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",

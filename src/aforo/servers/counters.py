@@ -1,7 +1,7 @@
-"""Token counters, best first: the server's own tokenizer with the chat template applied, a local
-Hugging Face `tokenizer.json`, then the calibrated estimate (SPEC §2.3).
+"""Exact token counters, best first: the server's own tokenizer with the chat template applied, then a
+local Hugging Face `tokenizer.json`; without either the governor estimates (SPEC §2.3).
 
-Server counters send exactly the body the OpenAI adapter sends (`openai_wire.chat_body`), so the count is
+Server counters send exactly the body the OpenAI adapter sends (`openai_chat.chat_body`), so the count is
 the `prompt_tokens` the server will report. Each count is one round-trip in which the server only
 tokenizes (no inference); counts are cached per identical request, so admission, `/context` and telemetry
 asking about the same request cost one call. A server cannot count a suffix of a templated conversation
@@ -17,20 +17,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from aforo.context.tokens import CHARS_PER_TOKEN, Calibration, MessageEstimates, estimate_text, tools_chars
 from aforo.errors import ConfigError, HTTPStatusError, ProtocolError, ProviderError
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
 from aforo.protocols import TokenCounter
-from aforo.providers.openai_wire import chat_body
-from aforo.servers.detect import ServerInfo
-from aforo.servers.http import post_json
+from aforo.servers.kind import CounterFactory
+from aforo.wire.http import post_json
+from aforo.wire.openai_chat import chat_body
 
 COUNT_TIMEOUT = 30.0
 CACHE_SIZE = 256
@@ -226,53 +224,22 @@ def render_chatml(message: Message) -> str:
     return "".join(out)
 
 
-class EstimateCounter:
-    """~4 characters per token scaled by the calibration's last good measurement; cached per message."""
-
-    name = "estimate"
-    exact = False
-
-    def __init__(self, calibration: Calibration | None = None) -> None:
-        # Shared with the caller, so a later measurement re-scales every count without a new counter.
-        self.calibration = calibration or Calibration()
-        self._estimates = MessageEstimates()
-
-    def count(self, request: Request) -> int:
-        raw = estimate_text(request.system_text) + math.ceil(tools_chars(request.tools) / CHARS_PER_TOKEN)
-        return self.calibration.scale(raw + self._estimates.total(request.messages))
-
-    def count_messages(self, messages: tuple[Message, ...] | list[Message]) -> int:
-        return self.calibration.scale(self._estimates.total(messages))
-
-
-SERVER_COUNTERS: dict[str, type[_ServerCounter]] = {
-    "llama.cpp": LlamaCppCounter,
-    "vllm": VllmCounter,
-    "tgi": TgiCounter,
-}
-
-
 def make_counter(
-    server_info: ServerInfo,
+    server_counter: CounterFactory | None,
     client: httpx.Client,
+    root_url: str,
+    model: str,
     tokenizer_path: str | Path | None,
-    *,
-    model: str | None = None,
-    calibration: Calibration | None = None,
-) -> TokenCounter:
-    """The best counter that works now: the server's (checked with one tiny count), the local
-    tokenizer.json, else the estimate. A bad `tokenizer_path` is a ConfigError even when the server's
-    counter wins: a flag the user gave is never silently ignored."""
+) -> TokenCounter | None:
+    """The best exact counter that works now: the server's (checked with one tiny count), else the local
+    tokenizer.json; None when neither (the governor then estimates). A bad `tokenizer_path` is a
+    ConfigError even when the server's counter wins: a flag the user gave is never silently ignored."""
     local = TokenizerJsonCounter(tokenizer_path) if tokenizer_path else None
-    counter_class = SERVER_COUNTERS.get(server_info.kind)
-    model_name = model or (server_info.models[0] if server_info.models else "")
-    if counter_class is not None and model_name:
-        server_counter = counter_class(client, server_info.root_url, model_name)
+    if server_counter is not None:
+        counter = server_counter(client, root_url, model)
         try:
-            server_counter.count_messages([Message.user("hi")])
-            return server_counter
+            counter.count_messages([Message.user("hi")])
+            return counter
         except ProviderError:
-            pass  # an old or restricted server: the next counter is still better than nothing
-    if local is not None:
-        return local
-    return EstimateCounter(calibration)
+            pass  # an old or restricted server: the local counter, if any, is still exact
+    return local

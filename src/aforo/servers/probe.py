@@ -18,16 +18,17 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TextIO
 
 import httpx
 
 from aforo.errors import ConfigError, ContextOverflowError, ProtocolError, ProviderError, StoreError
-from aforo.servers.detect import ServerInfo, detect_server
-from aforo.servers.http import post_json
+from aforo.servers.detect import detect_server
+from aforo.servers.kind import ServerInfo, ServerKind, kind_named
 from aforo.servers.probe_store import ProbeStore
+from aforo.wire.http import post_json
 
 Overflow = Literal["error", "truncate", "collapse", "none"]
 Outcome = Literal["fits", "error", "truncate", "collapse"]
@@ -220,9 +221,11 @@ def run_probe_command(
     as_json: bool,
     out: TextIO,
     *,
+    kinds: Sequence[ServerKind],
     store: ProbeStore | None = None,
 ) -> int:
-    """`aforo probe`: detect, probe, remember, report. Returns the exit code (0, 1 server, 2 usage)."""
+    """`aforo probe`: detect among `kinds`, probe, remember, report. Returns the exit code (0, 1 server,
+    2 usage)."""
 
     def fail(message: str, code: int) -> int:
         print(json.dumps({"error": message}) if as_json else f"error: {message}", file=out)
@@ -234,7 +237,7 @@ def run_probe_command(
 
     with httpx.Client() as client:
         try:
-            info = detect_server(client, base_url, server_hint, model=model)
+            info = detect_server(client, base_url, server_hint, kinds=kinds, model=model)
         except ConfigError as exc:
             return fail(str(exc), 2)
         model = model or (info.models[0] if info.models else None)
@@ -257,7 +260,8 @@ def run_probe_command(
         return 0
     say(f"window: {result.window} tokens ({result.source})")
     say(f"overflow: {result.overflow} — {OVERFLOW_MEANING[result.overflow]}")
-    if info.kind == "ollama":
-        say("note: this is Ollama's OpenAI endpoint; aforo's native Ollama adapter sets num_ctx itself")
+    note = kind_named(kinds, info.kind).probe_note
+    if note:
+        say(note)
     say(f"remembered for {info.root_url} {model}: later runs use it when the server does not say its window")
     return 0

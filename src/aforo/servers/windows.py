@@ -17,10 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from aforo.context.budget import DEFAULT_WINDOW
-from aforo.servers.http import get_json_quiet
+from aforo.servers.documents import Documents
 
 DEFAULT_WINDOW_WARNING = (
     f"! The context window is not set: assuming {DEFAULT_WINDOW} tokens. Set it with --context-window N"
@@ -42,6 +40,10 @@ CATALOG_FIELDS = (
 class ServedWindow:
     window: int
     detail: str  # where it came from, e.g. "llama.cpp /props n_ctx"
+
+
+# One server kind's own way to say its window for a model (None when it does not say).
+WindowReader = Callable[[Documents, str | None], ServedWindow | None]
 
 
 @dataclass(frozen=True)
@@ -157,42 +159,42 @@ def catalog_window(models: Any, model: str | None) -> tuple[int, str] | None:
 # --- readers: ask the running server ----------------------------------------------------------------
 
 
-def _llamacpp(client: httpx.Client, root: str, v1: str, model: str | None) -> ServedWindow | None:
-    n_ctx = llamacpp_props_window(get_json_quiet(client, f"{root}/props"))
+def read_llamacpp(docs: Documents, model: str | None) -> ServedWindow | None:
+    n_ctx = llamacpp_props_window(docs.root("/props"))
     if n_ctx:
         return ServedWindow(n_ctx, "llama.cpp /props n_ctx")
-    n_ctx = llamacpp_models_window(get_json_quiet(client, f"{v1}/models"))
+    n_ctx = llamacpp_models_window(docs.v1("/models"))
     return ServedWindow(n_ctx, "llama.cpp /v1/models meta.n_ctx") if n_ctx else None
 
 
-def _vllm(client: httpx.Client, root: str, v1: str, model: str | None) -> ServedWindow | None:
-    window = vllm_window(get_json_quiet(client, f"{v1}/models"), model)
+def read_vllm(docs: Documents, model: str | None) -> ServedWindow | None:
+    window = vllm_window(docs.v1("/models"), model)
     return ServedWindow(window, "vllm /v1/models max_model_len") if window else None
 
 
-def _ollama(client: httpx.Client, root: str, v1: str, model: str | None) -> ServedWindow | None:
+def read_ollama(docs: Documents, model: str | None) -> ServedWindow | None:
     # Only a loaded model has a served window; an unloaded one will load at the default num_ctx, which
     # no endpoint reports. The native adapter sets num_ctx itself, so this is informative there.
-    window = ollama_ps_window(get_json_quiet(client, f"{root}/api/ps"), model)
+    window = ollama_ps_window(docs.root("/api/ps"), model)
     return ServedWindow(window, "ollama /api/ps context_length (loaded model)") if window else None
 
 
-def _lmstudio(client: httpx.Client, root: str, v1: str, model: str | None) -> ServedWindow | None:
-    window = lmstudio_v0_window(get_json_quiet(client, f"{root}/api/v0/models"), model)
+def read_lmstudio(docs: Documents, model: str | None) -> ServedWindow | None:
+    window = lmstudio_v0_window(docs.root("/api/v0/models"), model)
     if window:
         return ServedWindow(window, "lmstudio /api/v0/models loaded_context_length")
-    window = lmstudio_v1_window(get_json_quiet(client, f"{root}/api/v1/models"), model)
+    window = lmstudio_v1_window(docs.root("/api/v1/models"), model)
     return ServedWindow(window, "lmstudio /api/v1/models loaded context_length") if window else None
 
 
-def _litellm(client: httpx.Client, root: str, v1: str, model: str | None) -> ServedWindow | None:
-    window = litellm_window(get_json_quiet(client, f"{root}/model/info"), model)
+def read_litellm(docs: Documents, model: str | None) -> ServedWindow | None:
+    window = litellm_window(docs.root("/model/info"), model)
     # LiteLLM's number comes from its own catalog, not from the backend it proxies: say so.
     return ServedWindow(window, "litellm /model/info max_input_tokens (LiteLLM catalog)") if window else None
 
 
-def _tgi(client: httpx.Client, root: str, v1: str, model: str | None) -> ServedWindow | None:
-    limits = tgi_window(get_json_quiet(client, f"{root}/info"))
+def read_tgi(docs: Documents, model: str | None) -> ServedWindow | None:
+    limits = tgi_window(docs.root("/info"))
     if limits is None:
         return None
     max_input, max_total = limits
@@ -200,26 +202,12 @@ def _tgi(client: httpx.Client, root: str, v1: str, model: str | None) -> ServedW
     return ServedWindow(max_input, f"tgi /info max_input_tokens{total}")
 
 
-Reader = Callable[[httpx.Client, str, str, str | None], ServedWindow | None]
-READERS: dict[str, Reader] = {
-    "llama.cpp": _llamacpp,
-    "vllm": _vllm,
-    "ollama": _ollama,
-    "lmstudio": _lmstudio,
-    "litellm": _litellm,
-    "tgi": _tgi,
-}
-
-
-def served_window(
-    client: httpx.Client, kind: str, root: str, v1: str, model: str | None
-) -> ServedWindow | None:
+def served_window(docs: Documents, reader: WindowReader | None, model: str | None) -> ServedWindow | None:
     """The window the server serves for `model`: its own API first, then a catalog field in /v1/models."""
-    reader = READERS.get(kind)
-    found = reader(client, root, v1, model) if reader else None
+    found = reader(docs, model) if reader else None
     if found is not None:
         return found
-    catalog = catalog_window(get_json_quiet(client, f"{v1}/models"), model)
+    catalog = catalog_window(docs.v1("/models"), model)
     return ServedWindow(catalog[0], f"catalog /v1/models {catalog[1]}") if catalog else None
 
 

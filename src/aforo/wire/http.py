@@ -1,65 +1,45 @@
-"""The HTTP boundary shared by the adapters: httpx errors become ours, once, and retries are data.
+"""The HTTP boundary: httpx failures and error answers become aforo's errors, once.
 
 Translation follows httpx's own `map_httpcore_exceptions`: most specific first, `raise ... from exc`
-at the call site, and a message that tells the user what to do next. Which failures are worth a retry
-is a table (aider's `ExInfo` idea), not an `if` chain: nothing listening yet, a timeout, 429 and 5xx.
-An overflow is never retried: the same prompt will not fit the second time either.
+at the call site, and a message that tells the user what to do next. Besides the chat stream there are
+two kinds of request: discovery (`get_json_quiet`) asks cheap questions whose failure only means "not
+this kind of server", so every failure becomes None; calls whose answer we need (`post_json`: counting,
+probing) raise ProviderError subclasses, so callers can fall back on them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Container
-from dataclasses import dataclass
+from typing import Any
 
 import httpx
-import tenacity
 
-from aforo.errors import ConnectError, HTTPStatusError, ProtocolError, ProviderError, ProviderTimeout
-from aforo.providers.overflow_dialects import map_overflow
+from aforo.errors import (
+    ConfigError,
+    ConnectError,
+    HTTPStatusError,
+    ProtocolError,
+    ProviderError,
+    ProviderTimeout,
+)
+from aforo.wire.overflow_dialects import map_overflow
 
 START_A_SERVER = "start one (ollama serve / llama-server -m MODEL …) or pass --base-url"
 
-
-@dataclass(frozen=True)
-class RetryRule:
-    """One kind of failure that may pass if we simply try again."""
-
-    kind: type[ProviderError]
-    why: str
-    # For HTTPStatusError: the statuses that retry (None: every instance of `kind` retries).
-    statuses: Container[int] | None = None
-
-    def matches(self, exc: BaseException) -> bool:
-        if not isinstance(exc, self.kind):
-            return False
-        return self.statuses is None or getattr(exc, "status", None) in self.statuses
+# Discovery must never make start-up slow: a server that takes longer than this to say what it is
+# is treated as not saying it.
+DISCOVERY_TIMEOUT = 2.0
 
 
-RETRY_POLICY: tuple[RetryRule, ...] = (
-    RetryRule(ConnectError, "the server may still be starting"),
-    RetryRule(ProviderTimeout, "a busy server may answer next time"),
-    RetryRule(
-        HTTPStatusError, "rate limited or a passing server failure", frozenset({429, *range(500, 600)})
-    ),
-)
-
-# Base of the exponential wait between attempts, in seconds (0.25, 0.5, 1 … capped at 4).
-RETRY_WAIT = 0.25
-
-
-def is_retryable(exc: BaseException, policy: tuple[RetryRule, ...] = RETRY_POLICY) -> bool:
-    return any(rule.matches(exc) for rule in policy)
-
-
-def retrying(retries: int, should_retry: Callable[[BaseException], bool] = is_retryable) -> tenacity.Retrying:
-    """`retries` extra attempts after the first; the last error is raised as itself, not wrapped."""
-    return tenacity.Retrying(
-        stop=tenacity.stop_after_attempt(max(0, retries) + 1),
-        wait=tenacity.wait_exponential(multiplier=RETRY_WAIT, max=4),
-        retry=tenacity.retry_if_exception(should_retry),
-        reraise=True,
-    )
+def normalize_base_url(url: str) -> tuple[str, str]:
+    """`http://h:p`, `http://h:p/`, `http://h:p/v1` and `http://h:p/v1/` -> (root, root + "/v1")."""
+    url = url.strip()
+    if not url:
+        raise ConfigError("the base URL is empty: pass --base-url http://HOST:PORT/v1")
+    if "://" not in url:
+        url = f"http://{url}"
+    root = url.rstrip("/").removesuffix("/v1").rstrip("/")
+    return root, f"{root}/v1"
 
 
 def server_message(body: str) -> str:
@@ -115,3 +95,34 @@ def status_error(status: int, body: str, *, url: str, model: str) -> ProviderErr
     else:
         hint = "the server rejected the request"
     return HTTPStatusError(f"HTTP {status} from {url}: {said} — {hint}", status, body)
+
+
+def get_json_quiet(client: httpx.Client, url: str, timeout: float = DISCOVERY_TIMEOUT) -> Any | None:
+    """GET a JSON document; any failure (refused, timeout, non-2xx, not JSON) is None."""
+    try:
+        response = client.get(url, timeout=timeout)
+    except httpx.HTTPError:
+        return None
+    if response.status_code >= 300:
+        return None
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def post_json(
+    client: httpx.Client, url: str, body: dict[str, Any], timeout: float, *, model: str = ""
+) -> Any:
+    """POST a JSON body and return the decoded answer, raising ProviderError subclasses on failure
+    (an overflow in any server's dialect as ContextOverflowError)."""
+    try:
+        response = client.post(url, json=body, timeout=timeout)
+    except httpx.TransportError as exc:
+        raise translate_transport(exc, url, timeout) from exc
+    if response.status_code >= 300:
+        raise status_error(response.status_code, response.text, url=url, model=model)
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise ProtocolError(f"{url} answered with a body that is not JSON: {response.text[:200]!r}") from exc

@@ -1,0 +1,54 @@
+"""Which failures of a chat request are worth a retry, as data (aider's `ExInfo` idea), not an `if`
+chain: nothing listening yet, a timeout, 429 and 5xx. An overflow is never retried: the same prompt
+will not fit the second time either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container
+from dataclasses import dataclass
+
+import tenacity
+
+from aforo.errors import ConnectError, HTTPStatusError, ProviderError, ProviderTimeout
+
+
+@dataclass(frozen=True)
+class RetryRule:
+    """One kind of failure that may pass if we simply try again."""
+
+    kind: type[ProviderError]
+    why: str
+    # For HTTPStatusError: the statuses that retry (None: every instance of `kind` retries).
+    statuses: Container[int] | None = None
+
+    def matches(self, exc: BaseException) -> bool:
+        if not isinstance(exc, self.kind):
+            return False
+        return self.statuses is None or getattr(exc, "status", None) in self.statuses
+
+
+RETRY_POLICY: tuple[RetryRule, ...] = (
+    RetryRule(ConnectError, "the server may still be starting"),
+    RetryRule(ProviderTimeout, "a busy server may answer next time"),
+    RetryRule(
+        HTTPStatusError, "rate limited or a passing server failure", frozenset({429, *range(500, 600)})
+    ),
+)
+
+# Base of the exponential wait between attempts, in seconds (0.25, 0.5, 1 … capped at 4).
+RETRY_WAIT = 0.25
+
+
+def is_retryable(exc: BaseException, policy: tuple[RetryRule, ...] = RETRY_POLICY) -> bool:
+    return any(rule.matches(exc) for rule in policy)
+
+
+def retrying(retries: int, should_retry: Callable[[BaseException], bool] = is_retryable) -> tenacity.Retrying:
+    """`retries` extra attempts after the first; the last error is raised as itself, not wrapped."""
+    return tenacity.Retrying(
+        stop=tenacity.stop_after_attempt(max(0, retries) + 1),
+        wait=tenacity.wait_exponential(multiplier=RETRY_WAIT, max=4),
+        retry=tenacity.retry_if_exception(should_retry),
+        reraise=True,
+    )

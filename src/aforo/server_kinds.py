@@ -1,0 +1,70 @@
+"""Every kind of server aforo knows, one entry each: adding a kind is adding one entry here.
+
+An entry says how to recognise the kind, where it says its served window, how it counts tokens exactly
+(if it can), whether it refuses a prompt that does not fit (loud) or silently drops part of it, and which
+adapter talks to it. Detection, the window, the counter, live streaming, `--server`'s choices and the
+config file's check all read this table. It stands above `providers` and `servers`, which never import
+each other: it joins a server's readers to a provider's constructor.
+"""
+
+from __future__ import annotations
+
+from aforo.protocols import Provider
+from aforo.providers.ollama import OllamaProvider
+from aforo.providers.openai_compat import OpenAICompatProvider
+from aforo.servers.counters import LlamaCppCounter, TgiCounter, VllmCounter
+from aforo.servers.detect import (
+    check_litellm,
+    check_llamacpp,
+    check_lmstudio,
+    check_ollama,
+    check_tgi,
+    check_vllm,
+    ollama_model_ids,
+)
+from aforo.servers.kind import ServerInfo, ServerKind
+from aforo.servers.windows import (
+    read_litellm,
+    read_llamacpp,
+    read_lmstudio,
+    read_ollama,
+    read_tgi,
+    read_vllm,
+)
+
+
+def openai_compat(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
+    return OpenAICompatProvider(server.v1_url, model, api_key=api_key)
+
+
+def ollama_native(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
+    return OllamaProvider(server.root_url, model, num_ctx=window, version=server.version)
+
+
+# Each entry: name, detection check, window reader, provider factory, then what only some kinds have
+# (an exact counter, `loud`, ...; see ServerKind). Detection tries the checks in this order, most
+# distinctive answer first, so a server is never taken for one it imitates (LM Studio and LiteLLM also
+# answer /v1/models; only vLLM/SGLang put max_model_len there). The first entry has no check: it is
+# what a server that answers none of them is.
+KINDS: tuple[ServerKind, ...] = (
+    ServerKind("openai", check=None, window=None, provider=openai_compat),
+    ServerKind(
+        "ollama",
+        check_ollama,
+        read_ollama,
+        ollama_native,
+        loud=True,  # the native adapter sends `truncate: false`, and its overflow 400 is mapped
+        models=ollama_model_ids,
+        sets_window=True,
+        probe_note=(
+            "note: this is Ollama's OpenAI endpoint; aforo's native Ollama adapter sets num_ctx itself"
+        ),
+    ),
+    ServerKind("llama.cpp", check_llamacpp, read_llamacpp, openai_compat, counter=LlamaCppCounter, loud=True),
+    ServerKind("tgi", check_tgi, read_tgi, openai_compat, counter=TgiCounter, loud=True),
+    ServerKind("lmstudio", check_lmstudio, read_lmstudio, openai_compat),
+    ServerKind("litellm", check_litellm, read_litellm, openai_compat),
+    ServerKind("vllm", check_vllm, read_vllm, openai_compat, counter=VllmCounter, loud=True),
+)
+
+SERVER_KINDS: tuple[str, ...] = tuple(kind.name for kind in KINDS)

@@ -1,0 +1,3 @@
+"""What the provider adapters and the server readers both need to talk to a local model server: one
+translation of HTTP failures (overflow dialects included), the OpenAI chat body, the base URL's two
+forms, and the two kinds of side request (a quiet GET, a strict POST). It imports nothing above it."""
