@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aforo.errors import LimitExceeded as LimitExceeded
-
 KiB = 1024
 MiB = 1024 * KiB
 
