@@ -17,11 +17,13 @@ from aforo.errors import StoreError
 from aforo.messages import Message, messages_from_list, messages_to_list
 from aforo.store.atomic import atomic_write, is_temp_name, read_json, remove_stale_temps
 from aforo.store.ids import check_id, new_id, utc_now
+from aforo.store.migrations import DocumentStep, Migrations, upgrade_document
 from aforo.store.paths import ensure_dir
 from aforo.store.redact import redact_obj
 
 KIND = "aforo.session"
-SCHEMA_VERSION = 1
+# Each takes a session dict one shape further (see store/migrations.py); none yet: schema 1.
+MIGRATIONS: Migrations[DocumentStep] = Migrations("session")
 TITLE_CHARS = 60
 _STRUCTURAL = frozenset(
     {"kind", "schema_version", "id", "workspace", "model", "created_at", "updated_at", "window"}
@@ -44,7 +46,7 @@ class SessionRecord:
     def to_dict(self) -> dict[str, Any]:
         return {
             "kind": KIND,
-            "schema_version": SCHEMA_VERSION,
+            "schema_version": MIGRATIONS.version,
             "id": self.id,
             "workspace": self.workspace,
             "model": self.model,
@@ -85,11 +87,7 @@ class SessionSummary:
 def _record_from(data: Any, where: str) -> SessionRecord:
     if not isinstance(data, dict) or data.get("kind") != KIND:
         raise StoreError(f"{where} is not an aforo session file; it will not be used.")
-    version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        newer = isinstance(version, int) and version > SCHEMA_VERSION
-        hint = "Upgrade aforo to resume it." if newer else "It will not be used."
-        raise StoreError(f"{where} has session schema {version!r}, this aforo reads {SCHEMA_VERSION}. {hint}")
+    data = upgrade_document(data, MIGRATIONS, where)
     try:
         strings = {
             k: data[k] for k in ("id", "workspace", "model", "base_url", "created_at", "updated_at", "title")
