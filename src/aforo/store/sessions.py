@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import builtins
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,25 +156,20 @@ class SessionStore:
                 continue
         return [p for _, _, p in sorted(stamped, reverse=True)]
 
-    def latest(self, workspace: Path | None = None) -> SessionRecord | None:
-        """The most recently saved session, of `workspace` when given; unreadable files are skipped."""
-        wanted = str(workspace.resolve()) if workspace is not None else None
-        candidates = [
-            s
-            for s in self.list()
-            if s.error is None and (wanted is None or str(Path(s.workspace).resolve()) == wanted)
-        ]
-        return self.load(candidates[0].id) if candidates else None
+    def _scan(self) -> Iterator[tuple[Path, SessionRecord | StoreError]]:
+        """Every session file with its record, or with the error that makes it unreadable."""
+        for path in self._files():
+            try:
+                yield path, self.load(path.stem)
+            except StoreError as exc:
+                yield path, exc
 
     def list(self, limit: int | None = None) -> builtins.list[SessionSummary]:
         """Summaries, newest first; a corrupt file appears with its `error` instead of vanishing."""
         out: builtins.list[SessionSummary] = []
-        for path in self._files():
-            sid = path.stem
-            try:
-                rec = self.load(sid)
-            except StoreError as exc:
-                out.append(SessionSummary(id=sid, path=path, error=str(exc)))
+        for path, rec in self._scan():
+            if isinstance(rec, StoreError):
+                out.append(SessionSummary(id=path.stem, path=path, error=str(rec)))
                 continue
             out.append(
                 SessionSummary(
@@ -189,3 +185,26 @@ class SessionStore:
             )
         out.sort(key=lambda s: (s.error is None, s.updated_at, s.id), reverse=True)
         return out[:limit] if limit is not None else out
+
+    def latest(
+        self, workspace: Path, *, exclude: str | None = None
+    ) -> tuple[SessionRecord | None, builtins.list[str]]:
+        """The most recently saved session of `workspace` (other than `exclude`), or None, and notes.
+
+        An unreadable file is never resumed: it is skipped, and the notes say so (with one path and
+        its error), so the user learns why a session they expected was not picked.
+        """
+        here = str(workspace.resolve())
+        newest: SessionRecord | None = None
+        unreadable: builtins.list[tuple[Path, StoreError]] = []
+        for path, rec in self._scan():
+            if isinstance(rec, StoreError):
+                unreadable.append((path, rec))
+            elif rec.workspace == here and rec.id != exclude:
+                # Only the newest is kept: records hold whole conversations.
+                newest = rec if newest is None else max(newest, rec, key=lambda r: (r.updated_at, r.id))
+        notes = []
+        if unreadable:
+            path, error = unreadable[0]
+            notes.append(f"skipped {len(unreadable)} unreadable session file(s), e.g. {path}: {error}")
+        return newest, notes
