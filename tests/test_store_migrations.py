@@ -84,10 +84,12 @@ def tag_goal_again(data: dict[str, Any]) -> dict[str, Any]:
 def test_a_document_gets_only_the_migrations_it_lacks_in_order() -> None:
     steps: Migrations[DocumentStep] = Migrations("checkpoint", [tag_goal, tag_goal_again])
     assert steps.version == 3
-    from_v1 = upgrade_document({"schema_version": 1, "goal": "g"}, steps, "f")
-    assert from_v1 == {"schema_version": 3, "goal": "[3] [2] g"}
-    assert upgrade_document({"schema_version": 2, "goal": "g"}, steps, "f")["goal"] == "[3] g"
-    assert upgrade_document({"schema_version": 3, "goal": "g"}, steps, "f")["goal"] == "g"
+    from_v1 = upgrade_document({"kind": "k", "schema_version": 1, "goal": "g"}, "k", steps, "f")
+    assert from_v1 == {"kind": "k", "schema_version": 3, "goal": "[3] [2] g"}
+    assert (
+        upgrade_document({"kind": "k", "schema_version": 2, "goal": "g"}, "k", steps, "f")["goal"] == "[3] g"
+    )
+    assert upgrade_document({"kind": "k", "schema_version": 3, "goal": "g"}, "k", steps, "f")["goal"] == "g"
 
 
 @pytest.mark.parametrize(
@@ -103,7 +105,7 @@ def test_a_document_gets_only_the_migrations_it_lacks_in_order() -> None:
 def test_a_newer_or_invalid_document_is_refused(version: object, message: str) -> None:
     steps: Migrations[DocumentStep] = Migrations("checkpoint", [tag_goal, tag_goal_again])
     with pytest.raises(StoreError, match=message):
-        upgrade_document({"schema_version": version, "goal": "g"}, steps, "f")
+        upgrade_document({"kind": "k", "schema_version": version, "goal": "g"}, "k", steps, "f")
 
 
 def test_a_name_is_registered_once() -> None:

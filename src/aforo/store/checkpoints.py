@@ -22,7 +22,7 @@ from aforo.errors import QuotaExceeded, StoreError
 from aforo.messages import Message, messages_from_list, messages_to_list
 from aforo.store.atomic import atomic_write, read_json, remove_stale_temps
 from aforo.store.ids import check_id, new_id, utc_now
-from aforo.store.migrations import DocumentStep, Migrations, upgrade_document
+from aforo.store.migrations import DocumentStep, Migrations, document_header, upgrade_document
 from aforo.store.paths import ensure_dir
 from aforo.store.redact import redact_obj
 
@@ -62,8 +62,7 @@ class Checkpoint:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": KIND,
-            "schema_version": MIGRATIONS.version,
+            **document_header(KIND, MIGRATIONS),
             "id": self.id,
             "session_id": self.session_id,
             "created_at": self.created_at,
@@ -141,12 +140,6 @@ def encode_checkpoint(cp: Checkpoint) -> bytes:
     return json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")
 
 
-def _upgrade(data: Any, where: str) -> dict[str, Any]:
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise StoreError(f'{where} is not an aforo checkpoint (no "kind": {KIND!r}); it will not be used.')
-    return upgrade_document(data, MIGRATIONS, where)
-
-
 def load_checkpoint(path: Path) -> Checkpoint:
     """Read, check, migrate and build a checkpoint, or raise StoreError saying why not."""
     data = read_json(
@@ -155,7 +148,7 @@ def load_checkpoint(path: Path) -> Checkpoint:
         missing=f"checkpoint {path} does not exist",
         corrupt_advice="Move it aside to continue.",
     )
-    data = _upgrade(data, f"checkpoint {path}")
+    data = upgrade_document(data, KIND, MIGRATIONS, f"checkpoint {path}")
     try:
         return Checkpoint.from_dict(data)
     except (ValueError, TypeError, KeyError) as exc:

@@ -53,8 +53,16 @@ def _newer(where: str, detail: str) -> StoreError:
     return StoreError(f"{where} was written by a newer aforo ({detail}). Upgrade aforo to use it.")
 
 
-def upgrade_document(data: Document, migrations: Migrations[DocumentStep], where: str) -> Document:
+def document_header(kind: str, migrations: Migrations[DocumentStep]) -> Document:
+    """What a JSON document is, and how far its migrations got: the first fields of every one written."""
+    return {"kind": kind, "schema_version": migrations.version}
+
+
+def upgrade_document(data: Any, kind: str, migrations: Migrations[DocumentStep], where: str) -> Document:
     """`data` brought to the newest shape by the migrations it has not had, or StoreError saying why not."""
+    if not isinstance(data, dict) or data.get("kind") != kind:
+        what = migrations.what
+        raise StoreError(f'{where} is not an aforo {what} (no "kind": {kind!r}); it will not be used.')
     version = data.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise StoreError(f"{where} has an invalid schema_version {version!r}; it will not be used.")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from aforo.errors import StoreError
 from aforo.messages import Message, messages_from_list, messages_to_list
 from aforo.store.atomic import atomic_write, is_temp_name, read_json, remove_stale_temps
 from aforo.store.ids import check_id, new_id, utc_now
-from aforo.store.migrations import DocumentStep, Migrations, upgrade_document
+from aforo.store.migrations import DocumentStep, Migrations, document_header, upgrade_document
 from aforo.store.paths import ensure_dir
 from aforo.store.redact import redact_obj
 
@@ -45,20 +45,8 @@ class SessionRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": KIND,
-            "schema_version": MIGRATIONS.version,
-            "id": self.id,
-            "workspace": self.workspace,
-            "model": self.model,
-            "base_url": self.base_url,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "title": self.title,
-            "window": self.window,
-            "extra": self.extra,
-            "messages": messages_to_list(self.messages),
-        }
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**document_header(KIND, MIGRATIONS), **data, "messages": messages_to_list(self.messages)}
 
 
 def title_of(messages: list[Message]) -> str:
@@ -86,9 +74,7 @@ class SessionSummary:
 
 
 def _record_from(data: Any, where: str) -> SessionRecord:
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise StoreError(f"{where} is not an aforo session file; it will not be used.")
-    data = upgrade_document(data, MIGRATIONS, where)
+    data = upgrade_document(data, KIND, MIGRATIONS, where)
     try:
         strings = {
             k: data[k] for k in ("id", "workspace", "model", "base_url", "created_at", "updated_at", "title")
