@@ -23,7 +23,7 @@ from aforo.context.compaction import (
 )
 from aforo.context.ledger import build_ledger, constraints_of
 from aforo.context.policy import Policy
-from aforo.context.stages import cap_text, clear_old_results
+from aforo.context.stages import CapResult, cap_text, clear_old_results
 from aforo.context.tokens import MessageEstimates, estimate_message, estimate_request, estimate_text
 from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse
 
@@ -37,14 +37,24 @@ def test_budget_numbers_from_the_spec() -> None:
 
 
 def test_cap_keeps_head_and_tail_and_marks_the_cut() -> None:
+    # 5000 numbered lines, 48 890 characters; a cap of 500 tokens at ~4 characters each holds 2000.
     text = "".join(f"line {i}\n" for i in range(5000))
     capped = cap_text(text, 500)
-    assert capped.truncated and capped.removed_lines > 4000
-    assert capped.content.startswith("line 0\n") and capped.content.endswith("line 4999\n")
-    assert "cut here to fit the context cap of 500 tokens" in capped.content
-    assert estimate_text(capped.content) <= 500
-    assert cap_text("short", 500) == cap_text("short", 500)
-    assert not cap_text("short", 500).truncated
+    assert capped.truncated and len(capped.content) <= 2000
+    head, _, rest = capped.content.partition("\n[... ")
+    note, _, tail = rest.partition(" ...]\n")
+    head_lines, tail_lines = head.splitlines(), tail.splitlines()
+    # Whole lines from the start and from the end, nothing in between, more of the head than the tail.
+    assert head_lines == [f"line {i}" for i in range(len(head_lines))]
+    assert tail_lines == [f"line {i}" for i in range(5000 - len(tail_lines), 5000)]
+    assert len(head_lines) > len(tail_lines) > 0
+    cut = 5000 - len(head_lines) - len(tail_lines)
+    assert capped.removed_lines == cut and note.startswith(f"{cut} lines")
+    assert "cut here to fit the context cap of 500 tokens" in note
+    # At the cap a text is kept whole; one character over, it is cut.
+    assert cap_text("x" * 2000, 500) == CapResult("x" * 2000, truncated=False)
+    assert cap_text("x" * 2001, 500).truncated
+    assert cap_text("short", 500) == CapResult("short", truncated=False)
 
 
 def test_cap_is_in_real_tokens_when_calibrated() -> None:
@@ -182,14 +192,17 @@ def test_ledger_constraints_and_evidence() -> None:
 def test_estimates_cache_agrees_with_the_whole_request() -> None:
     messages = [Message.user("a" * 13), Message.assistant("b" * 7), *_exchange(1, 3)]
     cache = MessageEstimates()
-    assert cache.total(messages) == estimate_request(Request("m", (), (), tuple(messages), 10))
-    # A turn appends: the cached prefix plus the new part must equal a fresh count of the whole.
+    # Characters with 16 of framing per message: the user 16+13, the assistant 16+7, three Read calls
+    # 16+3*(4+24), three results 16+3*650: 2118, rounded up once over the sum to 530 tokens (rounding
+    # each message up would say 531).
+    assert cache.total(messages) == estimate_request(Request("m", (), (), tuple(messages), 10)) == 530
+    # A turn appends two calls (16+2*28) and two results (16+2*650): 3506 characters, 877 tokens.
     grown = [*messages, *_exchange(2, 2)]
-    assert cache.total(grown) == estimate_request(Request("m", (), (), tuple(grown), 10))
-    # A stage rewrites a message in the middle: the prefix no longer matches and is recounted.
+    assert cache.total(grown) == 877
+    # A stage rewrites messages in the middle: four of the five results become the 86-character note,
+    # 1250 characters in all. A cache that kept the old prefix would still say 877.
     cleared = clear_old_results(grown, keep=1).messages
-    assert cache.total(cleared) == estimate_request(Request("m", (), (), tuple(cleared), 10))
-    assert cache.total(cleared) < cache.total(grown)
+    assert cache.total(cleared) == 313
 
 
 def test_policy_validation() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from aforo.context.overflow import (
-    OVERFLOW_GROWTH_RATIO,
     OVERFLOW_MIN_FIRST,
     OVERFLOW_MIN_GROWTH,
     OVERFLOW_MIN_GROWTH_COMPACT,
@@ -15,13 +14,32 @@ from aforo.context.overflow import (
 from aforo.context.tokens import Sample
 
 
-def test_constants_are_the_seeds() -> None:
-    assert (OVERFLOW_GROWTH_RATIO, OVERFLOW_MIN_GROWTH, OVERFLOW_MIN_GROWTH_COMPACT, OVERFLOW_MIN_FIRST) == (
-        0.1,
-        200,
-        50,
-        500,
-    )
+@pytest.mark.parametrize(
+    ("prev", "cur", "compaction", "truncated"),
+    [
+        # Growth ratio 0.1: 1000 estimated tokens added, a report that grew by 100 read them (exactly
+        # the ratio is not truncation), one that grew by 99 did not.
+        (Sample(3000, 3000), Sample(3100, 4000), False, False),
+        (Sample(3000, 3000), Sample(3099, 4000), False, True),
+        # Minimum growth 200: a report that did not grow at all is undecided below it, caught from it.
+        (Sample(3000, 3000), Sample(3000, 3199), False, False),
+        (Sample(3000, 3000), Sample(3000, 3200), False, True),
+        # The compaction request's minimum, 50, in the same way.
+        (Sample(3000, 3000), Sample(3000, 3049), True, False),
+        (Sample(3000, 3000), Sample(3000, 3050), True, True),
+        # A first request is decided from 500 estimated tokens, by the same ratio: under 50 reported.
+        (None, Sample(1, 499), False, False),
+        (None, Sample(49, 500), False, True),
+        (None, Sample(50, 500), False, False),
+    ],
+)
+def test_the_seed_constants_decide_at_their_boundaries(
+    prev: Sample | None, cur: Sample, compaction: bool, truncated: bool
+) -> None:
+    if compaction:
+        assert looks_truncated(prev, cur, OVERFLOW_MIN_GROWTH_COMPACT) is truncated
+    else:
+        assert looks_truncated(prev, cur) is truncated
 
 
 def test_growth_of_about_600_per_turn_is_not_truncation() -> None:

@@ -99,3 +99,33 @@ def test_corrupt_session_is_an_error_never_used(tmp_path: Path, aforo_home: Path
 def test_resume_of_an_unknown_id_says_how_to_list(tmp_path: Path) -> None:
     run = run_cli("-w", str(tmp_path), "-m", "m", "--resume", "20250101-120000-00000000", "q")
     assert run.code == 2 and "aforo sessions" in run.err
+
+
+def test_resume_latest_takes_this_workspaces_newest_session(tmp_path: Path, aforo_home: Path) -> None:
+    store = SessionStore(aforo_home / "sessions")
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    for workspace, question in ((here, "older here"), (here, "newer here"), (there, "newest, elsewhere")):
+        rec = SessionRecord(id=store.new_id(), workspace=str(workspace.resolve()), model="test-model")
+        rec.messages = [Message.user(question), Message.assistant("ok")]
+        store.save(rec)  # `updated_at` orders them: each save is later than the one before
+    model = Echo()
+    with LiveServer(make_openai_app(model)) as server:
+        run = run_cli("-w", str(here), "--base-url", server.url, "-m", "test-model", "--resume", "go")
+    assert run.code == 0, run.err
+    sent = [m["content"] for m in model.bodies[-1]["messages"] if m["role"] != "system"]
+    assert sent == ["newer here", "ok", "go"]
+
+
+def test_a_session_saved_by_a_newer_aforo_is_refused_with_upgrade_advice(
+    tmp_path: Path, aforo_home: Path
+) -> None:
+    store = SessionStore(aforo_home / "sessions")
+    rec = SessionRecord(id=store.new_id(), workspace=str(tmp_path.resolve()))
+    path = store.save(rec)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "schema_version": 99}))
+    run = run_cli(
+        "-w", str(tmp_path), "--base-url", "http://127.0.0.1:9/v1", "-m", "m", "--resume", rec.id, "q"
+    )
+    assert run.code == 2 and "newer aforo" in run.err and "Upgrade aforo" in run.err

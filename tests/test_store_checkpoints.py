@@ -13,8 +13,7 @@ import pytest
 
 from aforo.errors import QuotaExceeded, StoreError
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
-from aforo.store import checkpoints
-from aforo.store.checkpoints import Checkpoint, CheckpointStore, encode_checkpoint, load_checkpoint
+from aforo.store.checkpoints import Checkpoint, CheckpointStore, encode_checkpoint
 
 FAKE_KEY = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z" * 2
 
@@ -195,20 +194,6 @@ def test_foreign_and_temp_files_are_not_listed(store: CheckpointStore) -> None:
     (path.parent / "notes.txt").write_text("mine")
     (path.parent / f".{path.name}.x1y2.tmp").write_text('{"kind": "aforo.checkpoint"')
     assert [e.path for e in store.list()] == [path]
-
-
-def test_migration_hook_upgrades_old_files(store: CheckpointStore, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = store.write(make())
-
-    def v1_to_v2(data: dict[str, Any]) -> dict[str, Any]:
-        data["goal"] = "[v2] " + data["goal"]
-        return data
-
-    monkeypatch.setattr(checkpoints, "SCHEMA_VERSION", 2)
-    monkeypatch.setitem(checkpoints.MIGRATIONS, 1, v1_to_v2)
-    cp = load_checkpoint(path)
-    assert cp.goal == "[v2] Find the retry policy"
-    assert cp.schema_version == 2
 
 
 def test_invalid_ids_are_refused(store: CheckpointStore) -> None:

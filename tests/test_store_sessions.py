@@ -79,12 +79,43 @@ def test_list_newest_first_and_latest_per_workspace(store: SessionStore, tmp_pat
     listed = store.list()
     assert [s.title for s in listed] == ["third", "second", "first"]
     assert listed[0].n_messages == 1 and listed[0].workspace == str(ws_a.resolve())
-    latest_b = store.latest(ws_b)
-    assert latest_b is not None and latest_b.id == second.id
-    latest_any = store.latest()
-    assert latest_any is not None and latest_any.id == third.id
-    assert store.latest(tmp_path / "elsewhere") is None
     assert [s.title for s in store.list(limit=1)] == ["third"]
+
+
+def saved_at(store: SessionStore, rec: SessionRecord, updated_at: str) -> None:
+    store.save(rec)
+    # `save` stamps the time; rewrite it so the order is fixed without sleeping.
+    path = store.path(rec.id)
+    path.write_text(json.dumps({**json.loads(path.read_text()), "updated_at": updated_at}))
+
+
+def test_latest_is_the_newest_session_of_the_workspace(store: SessionStore, tmp_path: Path) -> None:
+    ws_a, ws_b = tmp_path / "a", tmp_path / "b"
+    ws_a.mkdir()
+    ws_b.mkdir()
+    old_a, new_b, new_a = (
+        record(store, ws_a, "old a"),
+        record(store, ws_b, "new b"),
+        record(store, ws_a, "new a"),
+    )
+    # Written in an order unlike their save times: the newest save wins, not the newest file.
+    saved_at(store, new_a, "2025-01-03T00:00:00+00:00")
+    saved_at(store, new_b, "2025-01-04T00:00:00+00:00")
+    saved_at(store, old_a, "2025-01-01T00:00:00+00:00")
+    assert store.latest(ws_a) == (store.load(new_a.id), [])
+    assert store.latest(ws_b)[0] == store.load(new_b.id)
+    # The same workspace spelled another way is the same workspace.
+    assert store.latest(ws_b / ".." / "a")[0] == store.load(new_a.id)
+    assert store.latest(tmp_path / "elsewhere") == (None, [])
+
+
+def test_latest_can_leave_out_the_open_session(store: SessionStore, tmp_path: Path) -> None:
+    only = record(store, tmp_path, "only")
+    older = record(store, tmp_path, "older")
+    saved_at(store, only, "2025-01-02T00:00:00+00:00")
+    assert store.latest(tmp_path, exclude=only.id) == (None, [])
+    saved_at(store, older, "2025-01-01T00:00:00+00:00")
+    assert store.latest(tmp_path, exclude=only.id)[0] == store.load(older.id)
 
 
 def test_corrupt_session_file_gives_clear_error_and_is_listed_as_such(
@@ -99,8 +130,9 @@ def test_corrupt_session_file_gives_clear_error_and_is_listed_as_such(
     assert str(store.path(bad_id)) in str(info.value)
     listed = {s.id: s for s in store.list()}
     assert listed[bad_id].error and listed[good.id].error is None
-    latest = store.latest()
+    latest, notes = store.latest(tmp_path)
     assert latest is not None and latest.id == good.id  # a corrupt file is never resumed
+    assert len(notes) == 1 and "skipped 1 unreadable" in notes[0] and str(store.path(bad_id)) in notes[0]
 
 
 @pytest.mark.parametrize(

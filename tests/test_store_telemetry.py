@@ -46,7 +46,7 @@ def test_an_old_database_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None:
         ("new", None, 4096),
     ]
     applied = [r[0] for r in sqlite3.connect(path).execute("SELECT name FROM _migrations ORDER BY name")]
-    assert applied == [fn.__name__ for fn in telemetry.MIGRATIONS]
+    assert applied == telemetry.MIGRATIONS.names
     # Opening again applies nothing twice.
     with Telemetry(path) as t:
         assert migrate(t._db) == []
@@ -55,6 +55,14 @@ def test_an_old_database_is_migrated_and_keeps_its_rows(tmp_path: Path) -> None:
 def test_record_validates_the_event(tmp_path: Path) -> None:
     with Telemetry(tmp_path / "t.db") as t, pytest.raises(ValueError, match="unknown telemetry event"):
         t.record("nonsense", session="s")
+
+
+def test_record_refuses_a_field_it_does_not_know(tmp_path: Path) -> None:
+    # A misspelt or new field must fail where it is passed, not vanish from the record.
+    with Telemetry(tmp_path / "t.db") as t:
+        with pytest.raises(TypeError, match="summary_token"):
+            t.record("compaction", session="s", summary_token=5)  # type: ignore[call-arg]
+        assert t.rows() == []
 
 
 def test_export_jsonl_has_every_field(tmp_path: Path) -> None:
@@ -69,6 +77,7 @@ def test_export_jsonl_has_every_field(tmp_path: Path) -> None:
             bytes_after=11_280,
             tokens_before=25_000,
             tokens_after=5531,
+            summary_tokens=480,
             duration_ms=812.5,
             model="qwen",
             server="llama-server",
@@ -83,6 +92,7 @@ def test_export_jsonl_has_every_field(tmp_path: Path) -> None:
         assert t.export_jsonl(one, session="s2") == 1
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert lines[0]["bytes_before"] == 100_357 and lines[0]["checkpoint"] == str(tmp_path / "cp.json")
+    assert lines[0]["summary_tokens"] == 480
     assert set(lines[0]) == set(telemetry.COLUMNS)
     assert "pa55w0rdX" not in out.getvalue()  # causes are redacted like everything else on disk
     assert json.loads(one.getvalue())["session"] == "s2"

@@ -17,33 +17,38 @@ import uvicorn
 
 
 def free_port() -> int:
-    """A port with nothing listening on it, for tests of "no server there" (never to serve on)."""
+    """A port nothing listens on, for tests of a refused connection. Never start a server on it: it is
+    released before it is returned, so another process may take it; LiveServer binds port 0 instead."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
 
 
 class LiveServer:
-    def __init__(self, app: Any) -> None:
-        # Bound on port 0 and handed to uvicorn still open: the port the OS gave cannot be taken by
-        # anyone else between choosing it and serving on it.
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.bind(("127.0.0.1", 0))
-        self.port = int(self._socket.getsockname()[1])
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off"))
-        self._thread = threading.Thread(
-            target=self._server.run, kwargs={"sockets": [self._socket]}, daemon=True
-        )
+    """`port` 0 (the default) lets the kernel pick a free port; `.port` is the one the server got."""
+
+    def __init__(self, app: Any, port: int = 0) -> None:
+        self.port = port
+        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off")
+        self._server = uvicorn.Server(config)
+        self._sock: socket.socket | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> LiveServer:
-        self._thread.start()
+        # Bound here and handed to uvicorn, so the port is ours from the moment it is known: no window
+        # in which another test's server could take it.
+        self._sock = socket.create_server(("127.0.0.1", self.port))
+        self.port = int(self._sock.getsockname()[1])
+        thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+        self._thread = thread
+        thread.start()
         deadline = time.monotonic() + 10
         while not self._server.started:
-            if time.monotonic() > deadline or not self._thread.is_alive():
+            if time.monotonic() > deadline or not thread.is_alive():
+                self.__exit__()
                 raise RuntimeError("test server did not start")
             time.sleep(0.01)
         return self
@@ -51,4 +56,5 @@ class LiveServer:
     def __exit__(self, *exc: object) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=10)
-        self._socket.close()
+        if self._sock is not None:
+            self._sock.close()  # uvicorn closes it on shutdown; again is harmless, and covers a failed start

@@ -13,7 +13,6 @@ import builtins
 import contextlib
 import json
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,14 +22,14 @@ from aforo.errors import QuotaExceeded, StoreError
 from aforo.messages import Message, messages_from_list, messages_to_list
 from aforo.store.atomic import atomic_write, read_json, remove_stale_temps
 from aforo.store.ids import check_id, new_id, utc_now
+from aforo.store.migrations import DocumentStep, Migrations, document_header, upgrade_document
 from aforo.store.paths import ensure_dir
 from aforo.store.redact import redact_obj
 
 KIND = "aforo.checkpoint"
-SCHEMA_VERSION = 1
-# MIGRATIONS[n] turns a version-n checkpoint dict into version n+1. Append one with every schema
-# change and never edit an old one: files written by any earlier aforo stay loadable.
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {}
+# Each takes a checkpoint dict one shape further (see store/migrations.py); none yet, so checkpoint
+# files are at schema 1, the shape of the first aforo that wrote them.
+MIGRATIONS: Migrations[DocumentStep] = Migrations("checkpoint")
 
 MiB = 1024 * 1024
 # Fields that describe the record rather than the conversation: never secrets, kept verbatim so the
@@ -60,12 +59,10 @@ class Checkpoint:
     counter: str = ""
     id: str = field(default_factory=new_id)
     created_at: str = field(default_factory=utc_now)
-    schema_version: int = SCHEMA_VERSION
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": KIND,
-            "schema_version": self.schema_version,
+            **document_header(KIND, MIGRATIONS),
             "id": self.id,
             "session_id": self.session_id,
             "created_at": self.created_at,
@@ -92,7 +89,6 @@ class Checkpoint:
         """Build from a current-schema dict; ValueError says which field is missing or wrong."""
         constraints = _get(data, "constraints", dict)
         return Checkpoint(
-            schema_version=_get(data, "schema_version", int),
             id=_get(data, "id", str),
             session_id=_get(data, "session_id", str),
             created_at=_get(data, "created_at", str),
@@ -144,27 +140,6 @@ def encode_checkpoint(cp: Checkpoint) -> bytes:
     return json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")
 
 
-def _upgrade(data: Any, where: str) -> dict[str, Any]:
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise StoreError(f'{where} is not an aforo checkpoint (no "kind": {KIND!r}); it will not be used.')
-    version = data.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise StoreError(f"{where} has an invalid schema_version {version!r}; it will not be used.")
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{where} was written by a newer aforo (checkpoint schema {version}; this version reads up to "
-            f"{SCHEMA_VERSION}). Upgrade aforo to use it."
-        )
-    while version < SCHEMA_VERSION:
-        step = MIGRATIONS.get(version)
-        if step is None:
-            raise StoreError(f"{where}: no migration from checkpoint schema {version}; it will not be used.")
-        data = step(dict(data))
-        version += 1
-        data["schema_version"] = version
-    return data
-
-
 def load_checkpoint(path: Path) -> Checkpoint:
     """Read, check, migrate and build a checkpoint, or raise StoreError saying why not."""
     data = read_json(
@@ -173,7 +148,7 @@ def load_checkpoint(path: Path) -> Checkpoint:
         missing=f"checkpoint {path} does not exist",
         corrupt_advice="Move it aside to continue.",
     )
-    data = _upgrade(data, f"checkpoint {path}")
+    data = upgrade_document(data, KIND, MIGRATIONS, f"checkpoint {path}")
     try:
         return Checkpoint.from_dict(data)
     except (ValueError, TypeError, KeyError) as exc:

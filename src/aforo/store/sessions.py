@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import builtins
 import json
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -17,11 +18,13 @@ from aforo.errors import StoreError
 from aforo.messages import Message, messages_from_list, messages_to_list
 from aforo.store.atomic import atomic_write, is_temp_name, read_json, remove_stale_temps
 from aforo.store.ids import check_id, new_id, utc_now
+from aforo.store.migrations import DocumentStep, Migrations, document_header, upgrade_document
 from aforo.store.paths import ensure_dir
 from aforo.store.redact import redact_obj
 
 KIND = "aforo.session"
-SCHEMA_VERSION = 1
+# Each takes a session dict one shape further (see store/migrations.py); none yet: schema 1.
+MIGRATIONS: Migrations[DocumentStep] = Migrations("session")
 TITLE_CHARS = 60
 _STRUCTURAL = frozenset(
     {"kind", "schema_version", "id", "workspace", "model", "created_at", "updated_at", "window"}
@@ -42,20 +45,8 @@ class SessionRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "kind": KIND,
-            "schema_version": SCHEMA_VERSION,
-            "id": self.id,
-            "workspace": self.workspace,
-            "model": self.model,
-            "base_url": self.base_url,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "title": self.title,
-            "window": self.window,
-            "extra": self.extra,
-            "messages": messages_to_list(self.messages),
-        }
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return {**document_header(KIND, MIGRATIONS), **data, "messages": messages_to_list(self.messages)}
 
 
 def title_of(messages: list[Message]) -> str:
@@ -83,13 +74,7 @@ class SessionSummary:
 
 
 def _record_from(data: Any, where: str) -> SessionRecord:
-    if not isinstance(data, dict) or data.get("kind") != KIND:
-        raise StoreError(f"{where} is not an aforo session file; it will not be used.")
-    version = data.get("schema_version")
-    if version != SCHEMA_VERSION:
-        newer = isinstance(version, int) and version > SCHEMA_VERSION
-        hint = "Upgrade aforo to resume it." if newer else "It will not be used."
-        raise StoreError(f"{where} has session schema {version!r}, this aforo reads {SCHEMA_VERSION}. {hint}")
+    data = upgrade_document(data, KIND, MIGRATIONS, where)
     try:
         strings = {
             k: data[k] for k in ("id", "workspace", "model", "base_url", "created_at", "updated_at", "title")
@@ -157,25 +142,20 @@ class SessionStore:
                 continue
         return [p for _, _, p in sorted(stamped, reverse=True)]
 
-    def latest(self, workspace: Path | None = None) -> SessionRecord | None:
-        """The most recently saved session, of `workspace` when given; unreadable files are skipped."""
-        wanted = str(workspace.resolve()) if workspace is not None else None
-        candidates = [
-            s
-            for s in self.list()
-            if s.error is None and (wanted is None or str(Path(s.workspace).resolve()) == wanted)
-        ]
-        return self.load(candidates[0].id) if candidates else None
+    def _scan(self) -> Iterator[tuple[Path, SessionRecord | StoreError]]:
+        """Every session file with its record, or with the error that makes it unreadable."""
+        for path in self._files():
+            try:
+                yield path, self.load(path.stem)
+            except StoreError as exc:
+                yield path, exc
 
     def list(self, limit: int | None = None) -> builtins.list[SessionSummary]:
         """Summaries, newest first; a corrupt file appears with its `error` instead of vanishing."""
         out: builtins.list[SessionSummary] = []
-        for path in self._files():
-            sid = path.stem
-            try:
-                rec = self.load(sid)
-            except StoreError as exc:
-                out.append(SessionSummary(id=sid, path=path, error=str(exc)))
+        for path, rec in self._scan():
+            if isinstance(rec, StoreError):
+                out.append(SessionSummary(id=path.stem, path=path, error=str(rec)))
                 continue
             out.append(
                 SessionSummary(
@@ -191,3 +171,26 @@ class SessionStore:
             )
         out.sort(key=lambda s: (s.error is None, s.updated_at, s.id), reverse=True)
         return out[:limit] if limit is not None else out
+
+    def latest(
+        self, workspace: Path, *, exclude: str | None = None
+    ) -> tuple[SessionRecord | None, builtins.list[str]]:
+        """The most recently saved session of `workspace` (other than `exclude`), or None, and notes.
+
+        An unreadable file is never resumed: it is skipped, and the notes say so (with one path and
+        its error), so the user learns why a session they expected was not picked.
+        """
+        here = str(workspace.resolve())
+        newest: SessionRecord | None = None
+        unreadable: builtins.list[tuple[Path, StoreError]] = []
+        for path, rec in self._scan():
+            if isinstance(rec, StoreError):
+                unreadable.append((path, rec))
+            elif rec.workspace == here and rec.id != exclude:
+                # Only the newest is kept: records hold whole conversations.
+                newest = rec if newest is None else max(newest, rec, key=lambda r: (r.updated_at, r.id))
+        notes = []
+        if unreadable:
+            path, error = unreadable[0]
+            notes.append(f"skipped {len(unreadable)} unreadable session file(s), e.g. {path}: {error}")
+        return newest, notes

@@ -1,10 +1,8 @@
 """Telemetry: one SQLite row for every admission, rejection, clearing, compaction, recovery, overflow
 and warning, so `aforo stats` can say what the governor did and what it saved.
 
-The schema grows by migrations (simonw/llm style): functions in `MIGRATIONS`, applied in order once
-each and recorded in `_migrations`; never edit an applied one, append a new one. WAL mode and a busy
-timeout let two aforo processes write the same database; migrations take the write lock first
-(`BEGIN IMMEDIATE`) so two processes opening an old database never migrate it twice.
+The schema grows by the migrations in `MIGRATIONS` (the scheme of store/migrations.py, shared with
+checkpoints and sessions). WAL mode and a busy timeout let two aforo processes write the same database.
 """
 
 from __future__ import annotations
@@ -14,12 +12,12 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TextIO
 
 from aforo.errors import StoreError
 from aforo.store.ids import utc_now
+from aforo.store.migrations import Migrations, SqlStep, migrate_database
 from aforo.store.paths import FILE_MODE, ensure_dir, telemetry_path
 from aforo.store.redact import redact
 from aforo.store.telemetry_summary import format_summary as format_summary
@@ -34,20 +32,15 @@ INT_FIELDS = (
     "tokens_before",
     "tokens_after",
     "window",
+    "summary_tokens",
 )
 TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint")
 COLUMNS = ("id", "ts", "session", "event", *INT_FIELDS, "duration_ms", *TEXT_FIELDS)
 
-Migration = Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = []
+MIGRATIONS: Migrations[SqlStep] = Migrations("telemetry")
 
 
-def migration(fn: Migration) -> Migration:
-    MIGRATIONS.append(fn)
-    return fn
-
-
-@migration
+@MIGRATIONS
 def m001_events(db: sqlite3.Connection) -> None:
     # The record of SPEC §5: time, session, event, tokens (estimated, exact, counter), bytes, duration,
     # cause, model served.
@@ -69,7 +62,7 @@ def m001_events(db: sqlite3.Connection) -> None:
     )
 
 
-@migration
+@MIGRATIONS
 def m002_server_window_tokens(db: sqlite3.Connection) -> None:
     # Issue 7 adds where the window came from, token counts around a transformation and its checkpoint.
     for column, sql_type in (
@@ -84,24 +77,15 @@ def m002_server_window_tokens(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX events_by_session ON events (session, id)")
 
 
+@MIGRATIONS
+def m003_summary_tokens(db: sqlite3.Connection) -> None:
+    # Issue 16: the size of the summary a compaction wrote, which the journal used to drop.
+    db.execute('ALTER TABLE events ADD COLUMN "summary_tokens" INTEGER')
+
+
 def migrate(db: sqlite3.Connection, upto: int | None = None) -> list[str]:
     """Apply the pending migrations (the first `upto` of them when given); return their names."""
-    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)")
-    applied_now: list[str] = []
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        done = {row[0] for row in db.execute("SELECT name FROM _migrations")}
-        for fn in MIGRATIONS[:upto]:
-            if fn.__name__ in done:
-                continue
-            fn(db)
-            db.execute("INSERT INTO _migrations (name, applied_at) VALUES (?, ?)", (fn.__name__, utc_now()))
-            applied_now.append(fn.__name__)
-        db.execute("COMMIT")
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    return applied_now
+    return migrate_database(db, MIGRATIONS, upto)
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -111,9 +95,13 @@ def connect(path: Path) -> sqlite3.Connection:
         with contextlib.suppress(FileExistsError):
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
     db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
-    db.execute("PRAGMA journal_mode=WAL")
-    # NORMAL is durable across process crashes in WAL mode; only a power loss may drop the last rows.
-    db.execute("PRAGMA synchronous=NORMAL")
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL is durable across process crashes in WAL mode; only a power loss may drop the last rows.
+        db.execute("PRAGMA synchronous=NORMAL")
+    except BaseException:
+        db.close()
+        raise
     return db
 
 
@@ -125,7 +113,11 @@ class Telemetry:
         self._lock = threading.Lock()
         try:
             self._db = connect(self.path)
-            migrate(self._db)
+            try:
+                migrate(self._db)
+            except BaseException:
+                self._db.close()
+                raise
         except sqlite3.Error as exc:
             raise StoreError(
                 f"cannot open the telemetry database {self.path}: {exc}. Move the file aside to start afresh."
@@ -152,6 +144,7 @@ class Telemetry:
         bytes_after: int | None = None,
         tokens_before: int | None = None,
         tokens_after: int | None = None,
+        summary_tokens: int | None = None,
         duration_ms: float | None = None,
         cause: str | None = None,
         model: str | None = None,
@@ -173,6 +166,7 @@ class Telemetry:
             "bytes_after": bytes_after,
             "tokens_before": tokens_before,
             "tokens_after": tokens_after,
+            "summary_tokens": summary_tokens,
             "duration_ms": duration_ms,
             # Error texts and URLs can carry credentials: redacted like everything else on disk.
             "cause": redact(cause) if cause else cause,
