@@ -121,6 +121,16 @@ def test_bool_is_not_an_integer(tmp_path: Path) -> None:
     assert out.is_error and "'limit'" in out.content
 
 
+def test_output_with_a_lone_surrogate_becomes_valid_utf8(tmp_path: Path) -> None:
+    class Leaky(Probe):
+        def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+            return ToolOutput("caf\udce9.py\nnext")
+
+    out = ToolRegistry([Leaky()], tmp_path).execute("Probe", {})
+    assert out.content == "caf\\udce9.py\nnext"
+    out.content.encode("utf-8")
+
+
 def test_tool_error_becomes_is_error(registry: ToolRegistry) -> None:
     out = registry.execute("Probe", {"fail": "tool"})
     assert out == ToolOutput("Probe: the file is gone; use Glob", is_error=True)

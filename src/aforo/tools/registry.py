@@ -84,7 +84,7 @@ class ToolRegistry:
         done = threading.Event()
 
         def work() -> None:
-            answer.append(self._run(tool, args, ctx))
+            answer.append(_valid_utf8(self._run(tool, args, ctx)))
             done.set()
 
         threading.Thread(target=work, name=f"aforo-tool-{name}", daemon=True).start()
@@ -119,6 +119,15 @@ class ToolRegistry:
         if error is None:
             return None
         return f"Invalid arguments for {tool.name}: {_describe(error)}. Expected: {signature(tool)}."
+
+
+def _valid_utf8(output: ToolOutput) -> ToolOutput:
+    """The output with any lone surrogate written out (`\\udce9`).
+
+    The content goes into JSON: a surrogate (an undecodable byte a tool let through) would fail there,
+    far from here. The tools escape names themselves (names.show); this is the guarantee for any tool."""
+    content = output.content.encode("utf-8", "backslashreplace").decode("utf-8")
+    return output if content == output.content else dataclasses.replace(output, content=content)
 
 
 def _parse(name: str, arguments: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:
