@@ -82,7 +82,7 @@ class Read:
                         f"line {offset:,} of {shown_path} is out of reach (Grep with `context` shows lines "
                         "anywhere in a file)",
                     )
-                return _past_end(shown_path, passed + tail, offset)
+                return _past_end(shown_path, passed + int(tail), offset)
             return _render(source, shown_path, offset, limit, ctx.max_chars)
 
 
@@ -127,12 +127,22 @@ def _skip(source: _Source, lines: int) -> tuple[int, bool]:
             passed += found
             tail = not chunk.endswith(b"\n")
             continue
-        end = -1
-        for _ in range(lines - passed):
-            end = chunk.index(b"\n", end + 1)
-        source.seek_back(len(chunk) - end - 1)
+        source.seek_back(len(chunk) - _after_newline(chunk, lines - passed))
         return lines, False
     return passed, tail
+
+
+def _after_newline(chunk: bytes, n: int) -> int:
+    """The position just after the n-th newline of `chunk` (which has at least n)."""
+    # Bisect on counts, not a find() per newline: a chunk of a million empty lines takes ~20 counts.
+    low, high = n, len(chunk)
+    while low < high:
+        mid = (low + high) // 2
+        if chunk.count(b"\n", 0, mid) >= n:
+            high = mid
+        else:
+            low = mid + 1
+    return low
 
 
 def _past_end(shown_path: str, total: int, offset: int) -> ToolOutput:
