@@ -4,13 +4,18 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
+import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from aforo.errors import ToolError
+from aforo.errors import LimitExceeded, ToolError
 from aforo.protocols import ToolContext
-from aforo.tools import LS, Read
+from aforo.tools import LS, Read, read_tool
+from aforo.tools.deadline import Interrupted
 from aforo.tools.read_tool import MAX_LINE_CHARS
 
 
@@ -213,3 +218,91 @@ def test_ls_on_a_fifo_does_not_block(ws: Path) -> None:
     os.mkfifo(ws / "pipe")
     with pytest.raises(ToolError, match="not a directory"):
         ls(ws, path="pipe")
+
+
+# --- skipping, the byte budget, the deadline --------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.sampled_from(["", "a", "bc", "d\r", "é", "xyz" * 5]), max_size=40),
+    last_newline=st.booleans(),
+    offset=st.integers(min_value=1, max_value=45),
+    limit=st.integers(min_value=1, max_value=5),
+    chunk=st.integers(min_value=1, max_value=9),
+)
+def test_any_window_at_any_chunk_size_shows_the_right_lines(
+    tmp_path_factory: pytest.TempPathFactory,
+    lines: list[str],
+    last_newline: bool,
+    offset: int,
+    limit: int,
+    chunk: int,
+) -> None:
+    # Tiny chunks put the newline Read looks for at every position of a chunk.
+    ws = tmp_path_factory.mktemp("ws")
+    text = "\n".join(lines) + ("\n" if last_newline and lines else "")
+    (ws / "f.txt").write_bytes(text.encode())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(read_tool, "_CHUNK", chunk)
+        out = read(ws, file_path="f.txt", offset=offset, limit=limit)
+    file_lines = text.split("\n")
+    if file_lines[-1] == "":
+        file_lines.pop()  # a final newline ends the last line, it does not start another
+    expected = [
+        f"{n:>6}\t{line.removesuffix(chr(13))}"
+        for n, line in enumerate(file_lines, 1)
+        if offset <= n < offset + limit
+    ]
+    shown = [line for line in out.splitlines() if line[:6].strip().isdigit()]
+    assert shown == expected
+    if not file_lines:
+        assert "empty" in out
+    elif offset > len(file_lines):
+        assert f"has {len(file_lines)} lines" in out and "past the end" in out
+    elif offset > 1 or offset + limit <= len(file_lines):
+        assert f"of {len(file_lines)}." in out
+
+
+def test_an_offset_past_the_byte_budget_is_an_error_naming_the_limit(ws: Path) -> None:
+    (ws / "log.txt").write_text("".join(f"{i:09}\n" for i in range(1000)))  # 10 bytes a line
+    tool = Read(max_bytes=5000)
+    assert (
+        "   400\t000000399"
+        in tool.run({"file_path": "log.txt", "offset": 400, "limit": 1}, ToolContext(ws)).content
+    )
+    with pytest.raises(LimitExceeded, match=r"read_bytes \(5,000 bytes") as err:
+        tool.run({"file_path": "log.txt", "offset": 900}, ToolContext(ws))
+    assert err.value.limit.name == "read_bytes"
+
+
+def test_a_count_that_reaches_the_byte_budget_says_at_least(ws: Path) -> None:
+    (ws / "log.txt").write_text("".join(f"{i:09}\n" for i in range(1000)))
+    out = Read(max_bytes=5000).run({"file_path": "log.txt", "limit": 2}, ToolContext(ws)).content
+    assert out.splitlines()[:2] == ["     1\t000000000", "     2\t000000001"]
+    assert "of at least 50" in out
+    exact = Read(max_bytes=10_000).run({"file_path": "log.txt", "limit": 2}, ToolContext(ws)).content
+    assert "of 1000." in exact
+
+
+def test_a_call_past_its_deadline_stops_reading(ws: Path) -> None:
+    (ws / "a.txt").write_text("x\n" * 10)
+    with pytest.raises(Interrupted) as err:
+        Read().run({"file_path": "a.txt"}, ToolContext(ws, deadline=time.monotonic() - 1))
+    assert not err.value.cancelled
+
+
+def test_a_cancelled_call_stops_reading(ws: Path) -> None:
+    (ws / "a.txt").write_text("x\n" * 10)
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(Interrupted) as err:
+        Read().run({"file_path": "a.txt", "offset": 5}, ToolContext(ws, cancel=cancel))
+    assert err.value.cancelled
+
+
+def test_ls_stops_when_cancelled(ws: Path) -> None:
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(Interrupted):
+        LS().run({}, ToolContext(ws, cancel=cancel))

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from aforo.errors import ToolError
+from aforo.limits import TOOL_SECONDS
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import ToolRegistry, default_registry
+from aforo.tools.deadline import check
 
 
 class Probe:
@@ -55,10 +59,17 @@ def test_default_registry_specs_and_names(tmp_path: Path) -> None:
         assert spec.description
 
 
-def test_success_passes_workspace_and_max_chars(registry: ToolRegistry, probe: Probe, tmp_path: Path) -> None:
-    out = registry.execute("Probe", '{"n": 3}', max_chars=1234)
+def test_success_passes_workspace_max_chars_cancel_and_deadline(
+    registry: ToolRegistry, probe: Probe, tmp_path: Path
+) -> None:
+    cancel = threading.Event()
+    before = time.monotonic()
+    out = registry.execute("Probe", '{"n": 3}', max_chars=1234, cancel=cancel)
     assert out == ToolOutput("ok 3")
-    assert probe.seen == [ToolContext(workspace=tmp_path, max_chars=1234)]
+    [ctx] = probe.seen
+    assert (ctx.workspace, ctx.max_chars, ctx.cancel) == (tmp_path, 1234, cancel)
+    assert ctx.deadline is not None
+    assert before + TOOL_SECONDS.value <= ctx.deadline <= time.monotonic() + TOOL_SECONDS.value
 
 
 def test_dict_and_empty_arguments(registry: ToolRegistry) -> None:
@@ -110,6 +121,16 @@ def test_bool_is_not_an_integer(tmp_path: Path) -> None:
     assert out.is_error and "'limit'" in out.content
 
 
+def test_output_with_a_lone_surrogate_becomes_valid_utf8(tmp_path: Path) -> None:
+    class Leaky(Probe):
+        def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+            return ToolOutput("caf\udce9.py\nnext")
+
+    out = ToolRegistry([Leaky()], tmp_path).execute("Probe", {})
+    assert out.content == "caf\\udce9.py\nnext"
+    out.content.encode("utf-8")
+
+
 def test_tool_error_becomes_is_error(registry: ToolRegistry) -> None:
     out = registry.execute("Probe", {"fail": "tool"})
     assert out == ToolOutput("Probe: the file is gone; use Glob", is_error=True)
@@ -147,3 +168,56 @@ def test_end_to_end_read_through_the_registry(tmp_path: Path) -> None:
     (tmp_path / "notes.md").write_text("hello\n")
     out = default_registry(tmp_path).execute("Read", '{"file_path": "notes.md"}')
     assert out == ToolOutput("     1\thello")
+
+
+# --- deadline and cancel ----------------------------------------------------------------------------
+
+
+class Slow:
+    """A tool that works in small steps until stopped; `polite` ones look at the context between steps."""
+
+    description = "test tool"
+
+    def __init__(self, name: str, *, polite: bool) -> None:
+        self.name = name
+        self.input_schema: dict[str, Any] = {"type": "object"}
+        self.polite = polite
+        self.stopped = threading.Event()
+
+    def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
+        try:
+            for _ in range(3000):  # 30 s at most, whatever happens
+                if self.polite:
+                    check(ctx)
+                time.sleep(0.01)
+        finally:
+            self.stopped.set()
+        return ToolOutput("finished")
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("polite", [True, False])
+def test_a_call_past_its_deadline_is_an_error_naming_the_limit(tmp_path: Path, polite: bool) -> None:
+    slow = Slow("Slow", polite=polite)
+    out = ToolRegistry([slow], tmp_path, seconds=0.2).execute("Slow", {})
+    assert out.is_error
+    assert "tool_seconds" in out.content and "0.2 seconds" in out.content
+    if polite:  # a tool that looks at its context stops its own work too
+        assert slow.stopped.wait(5)
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize("polite", [True, False])
+def test_a_cancel_ends_the_call_while_it_runs(tmp_path: Path, polite: bool) -> None:
+    slow = Slow("Slow", polite=polite)
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    out = ToolRegistry([slow], tmp_path).execute("Slow", {}, cancel=cancel)
+    assert out.is_error and "cancelled" in out.content
+    if polite:
+        assert slow.stopped.wait(5)
+
+
+def test_a_quick_call_is_not_stopped_by_its_deadline(tmp_path: Path, probe: Probe) -> None:
+    out = ToolRegistry([probe], tmp_path, seconds=30).execute("Probe", {"n": 2})
+    assert out == ToolOutput("ok 2")

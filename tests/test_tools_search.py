@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from aforo.errors import ToolError
 from aforo.protocols import ToolContext, ToolOutput
-from aforo.tools import Glob, Grep
+from aforo.tools import Glob, Grep, ToolRegistry, ripgrep
+from aforo.tools.deadline import Interrupted
 from aforo.tools.ripgrep import RgProcess, rg_binary
 
 
@@ -201,11 +207,118 @@ def test_grep_long_lines_are_shortened_by_rg(tmp_path: Path) -> None:
     assert len(grep(tmp_path, pattern="needle").content) < 2000
 
 
+# --- the call's deadline and cancel -----------------------------------------------------------------
+
+
 @pytest.mark.timeout(20)
-def test_rg_is_killed_at_its_deadline(tmp_path: Path) -> None:
+def test_rg_is_killed_at_the_calls_deadline(tmp_path: Path) -> None:
     # rg blocks opening a FIFO named on its command line: a hermetic stand-in for a slow search.
     os.mkfifo(tmp_path / "pipe")
-    with RgProcess(["-e", "x", "--", "pipe"], tmp_path, timeout=0.5) as proc:
+    ctx = ToolContext(tmp_path, deadline=time.monotonic() + 0.3)
+    with pytest.raises(Interrupted) as err, RgProcess(["-e", "x", "--", "./pipe"], tmp_path, ctx) as proc:
         assert list(proc.records()) == []
-    outcome = proc.finish()
-    assert outcome.timed_out and not outcome.failed
+    assert not err.value.cancelled
+
+
+@pytest.mark.timeout(20)
+def test_rg_is_killed_when_the_call_is_cancelled(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "pipe")
+    cancel = threading.Event()
+    threading.Timer(0.2, cancel.set).start()
+    with (
+        pytest.raises(Interrupted) as err,
+        RgProcess(["-e", "x", "--", "./pipe"], tmp_path, ToolContext(tmp_path, cancel=cancel)) as proc,
+    ):
+        assert list(proc.records()) == []
+    assert err.value.cancelled
+
+
+@pytest.mark.parametrize("tool", ["Glob", "Grep"])
+def test_a_call_already_stopped_starts_no_search(tmp_path: Path, tool: str) -> None:
+    (tmp_path / "a.py").write_text("needle\n")
+    cancel = threading.Event()
+    cancel.set()
+    run = Glob().run if tool == "Glob" else Grep().run
+    with pytest.raises(Interrupted):
+        run({"pattern": "*.py" if tool == "Glob" else "needle"}, ToolContext(tmp_path, cancel=cancel))
+
+
+@pytest.mark.timeout(30)
+def test_glob_with_a_huge_gitignore_gets_one_deadline_for_both_searches(tmp_path: Path) -> None:
+    # Building rg's matcher for 20 000 ignore globs takes seconds, and Glob runs rg twice: both runs
+    # share the call's one deadline, so the call ends at it with an error naming the limit.
+    (tmp_path / ".gitignore").write_text("".join(f"dir{i}/sub{i}/*.tmp{i}\n" for i in range(20_000)))
+    (tmp_path / "a.py").write_text("")
+    out = ToolRegistry([Glob()], tmp_path, seconds=0.2).execute("Glob", {"pattern": "*.py"})
+    assert out.is_error
+    assert "tool_seconds (0.2 seconds" in out.content
+
+
+# --- files rg cannot read ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def unreadable(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A workspace with one file and one directory (chmod 000) that the rg of the tools cannot read."""
+    base = Path(tempfile.mkdtemp(prefix="aforo-unreadable-"))
+    try:
+        if os.geteuid() == 0:
+            # Root reads a chmod-000 file: run rg as nobody instead, through a wrapper that drops
+            # privileges, so rg meets the permission error a user would.
+            setpriv = shutil.which("setpriv")
+            if setpriv is None:
+                pytest.skip("running as root without setpriv: cannot make a file unreadable for rg")
+            base.chmod(0o755)
+            wrapper = base / "rg-as-nobody"
+            wrapper.write_text(
+                f'#!/bin/sh\nexec {setpriv} --reuid=65534 --regid=65534 --clear-groups {rg_binary()} "$@"\n'
+            )
+            wrapper.chmod(0o755)
+            monkeypatch.setattr(ripgrep, "rg_binary", lambda: str(wrapper))
+        ws = base / "ws"
+        (ws / "src").mkdir(parents=True)
+        (ws / "locked").mkdir()
+        for path in (ws, ws / "src"):
+            path.chmod(0o755)
+        (ws / "src" / "app.py").write_text("def main():\n    return 1\n")
+        (ws / "src" / "secret.py").write_text("needle = 1\n")
+        (ws / "src" / "secret.py").chmod(0)
+        (ws / "locked" / "hidden.py").write_text("needle = 2\n")
+        (ws / "locked").chmod(0)
+        yield ws
+    finally:
+        for path in base.rglob("*"):
+            if path.is_dir() and not path.is_symlink():
+                path.chmod(0o755)
+        shutil.rmtree(base)
+
+
+def test_grep_with_no_match_and_an_unreadable_file_answers_no_matches(unreadable: Path) -> None:
+    out = grep(unreadable, pattern="haystack")
+    assert not out.is_error
+    assert out.content.startswith("No matches for 'haystack'")
+    assert "src/secret.py: Permission denied" in out.content
+    assert "locked: Permission denied" in out.content
+
+
+def test_grep_shows_matches_and_names_what_it_could_not_read(unreadable: Path) -> None:
+    out = grep(unreadable, pattern="return", path="src")
+    assert out.content.splitlines()[0] == "src/app.py:2:    return 1"
+    assert "src/secret.py: Permission denied" in out.content
+
+
+def test_grep_of_one_unreadable_file_is_not_a_failure(unreadable: Path) -> None:
+    out = grep(unreadable, pattern="needle", path="src/secret.py")
+    assert not out.is_error and "No matches" in out.content and "secret.py: Permission denied" in out.content
+
+
+def test_glob_lists_what_it_can_and_names_an_unreadable_directory(unreadable: Path) -> None:
+    out = glob(unreadable, pattern="*.py")
+    lines = out.content.splitlines()
+    assert set(lines[:2]) == {"src/app.py", "src/secret.py"}
+    assert "locked: Permission denied" in lines[2]
+
+
+def test_a_bad_regex_still_fails_the_whole_call(unreadable: Path) -> None:
+    with pytest.raises(ToolError, match="regex parse error"):
+        grep(unreadable, pattern="needle(")

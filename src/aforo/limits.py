@@ -44,3 +44,5 @@ def limit(name: str, value: int | float, unit: str, what: str, setting: str | No
 
 JSON_DEPTH = limit("json_depth", 64, "levels", "nesting of JSON from servers, text calls or state files")
 TOOL_SECONDS = limit("tool_seconds", 30, "seconds", "wall time of one tool call")
+READ_BYTES = limit("read_bytes", 256 * MiB, "bytes", "file bytes one Read call scans")
+AGENTS_MD_BYTES = limit("agents_md_bytes", 16_000, "bytes", "AGENTS.md bytes put in the system prompt")

@@ -39,6 +39,10 @@ class ToolContext:
     # The cap of stage 1, in characters, so a tool can stop reading early instead of producing
     # output that will be cut anyway. The cap itself is applied by the context stages.
     max_chars: int | None = None
+    # Set when the user cancels the run; the tool stops at its next check (aforo.tools.deadline).
+    cancel: threading.Event | None = None
+    # time.monotonic() by which the call must end (the tool_seconds limit); None: no deadline.
+    deadline: float | None = None
 
 
 class Tool(Protocol):

@@ -101,7 +101,7 @@ def demo_workspace() -> Path:
 @pytest.fixture(scope="session")
 def demo_request(real_model: str) -> Callable[..., Request]:
     """Build the request aforo sends for examples/demo: its system prompt, its tools, these messages."""
-    system = system_prompt(DEMO)
+    system = system_prompt(DEMO).parts
     tools = default_registry(DEMO).specs
 
     def build(*messages: Message, max_tokens: int = 256) -> Request:

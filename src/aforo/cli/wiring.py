@@ -78,11 +78,14 @@ def build_runtime(
         window_known=served is not None or remembered is not None,
     )
     registry = default_registry(cfg.workspace)
+    prompt = system_prompt(cfg.workspace)
+    for warning in prompt.warnings:
+        emit(Warning(warning))
     agent = Agent(
         provider=provider,
         tools=registry,
         governor=governor,
-        system=system_prompt(cfg.workspace),
+        system=prompt.parts,
         emit=emit,
         max_turns=cfg.max_turns,
         temperature=cfg.temperature,

@@ -2,16 +2,18 @@
 
 rg does the walking (`rg --files --glob PATTERN --sortr modified`). Its globs override ignore rules,
 so the result is intersected with a plain `rg --files`: a gitignored file never shows up just
-because it matches the pattern.
+because it matches the pattern. Both runs share the call's one deadline.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from aforo.errors import ToolError
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import ripgrep
+from aforo.tools.names import show
 from aforo.tools.workspace import relative, resolve, root_of
 
 DEFAULT_MAX_ENTRIES = 200
@@ -37,9 +39,8 @@ class Glob:
     name = "Glob"
     description = "Find files by glob ('*.py', 'src/**/test_*.py'), newest first. Skips .gitignored files."
 
-    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES, timeout: float = ripgrep.DEFAULT_TIMEOUT):
+    def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
         self.max_entries = max_entries
-        self.timeout = timeout
         self.input_schema = GLOB_SCHEMA
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -53,32 +54,29 @@ class Glob:
             raise ToolError(f"{prefix} is not a directory; `path` must be the directory to search in")
         budget = 2 * ctx.max_chars if ctx.max_chars else None
 
-        allowed = ripgrep.list_files(base, timeout=self.timeout)
+        allowed = ripgrep.list_files(base, ctx)
         shown: list[str] = []
         matched = 0
         size = 0
         argv = ["--files", "--null", "--sortr", "modified", "--glob", pattern]
-        with ripgrep.RgProcess(argv, base, sep=b"\0", timeout=self.timeout) as proc:
+        with ripgrep.RgProcess(argv, base, ctx, sep=b"\0") as proc:
             for record in proc.records():
-                if record not in allowed:
+                name = ripgrep.strip_dot(os.fsdecode(record))
+                if name not in allowed:
                     continue
                 matched += 1
                 if len(shown) < self.max_entries and (budget is None or size < budget):
-                    entry = record if prefix == "." else f"{prefix}/{record}"
+                    entry = show(name) if prefix == "." else f"{prefix}/{show(name)}"
                     shown.append(entry)
                     size += len(entry) + 1
                 elif matched > self.max_entries + _COUNT_SLACK:
                     proc.stop()
         outcome = proc.finish()
-        if outcome.failed and not shown:
-            raise ToolError(f"Glob failed for pattern {pattern!r}: {outcome.stderr or 'ripgrep error'}")
-        if not shown:
-            return ToolOutput(f"No files match {pattern!r} in {prefix}.")
-        lines = shown
+        if outcome.failed:
+            raise ToolError(f"Glob failed for pattern {pattern!r}: {outcome.message or 'ripgrep error'}")
+        lines = shown or [f"No files match {pattern!r} in {prefix}."]
         if matched > len(shown):
             more = matched - len(shown)
             count = f"at least {more}" if outcome.stopped_early else str(more)
-            lines = [*shown, f"({count} more files not shown; use a narrower pattern or path)"]
-        if outcome.timed_out:
-            lines.append(f"(the search stopped after {self.timeout:g} s; the list may be incomplete)")
-        return ToolOutput("\n".join(lines))
+            lines.append(f"({count} more files not shown; use a narrower pattern or path)")
+        return ToolOutput("\n".join([*lines, *ripgrep.unreadable_note(outcome, prefix)]))

@@ -4,19 +4,24 @@ rg runs from the workspace root with the target as a relative path, so every pri
 relative to the workspace. `--null` separates the path from the rest of a line, which keeps paths
 with ':' unambiguous. The pattern goes through `-e` and the path after `--`, so neither is ever
 taken for a flag. As in Glob, a `glob` filter overrides rg's ignore rules, so with a glob the hits
-are intersected with the files rg would search without it.
+are intersected with the files rg would search without it. Every path given to rg starts with "./",
+so a record that starts with "--" is a context separator, never a file; a path holding a newline
+arrives split over several records and is joined back. A file rg cannot read is skipped and named.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import stat
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from aforo.errors import ToolError
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import ripgrep
+from aforo.tools.names import show
 from aforo.tools.workspace import relative, resolve, root_of
 
 DEFAULT_MAX_RESULTS = 100
@@ -64,8 +69,7 @@ class Grep:
         "(path:line:text, default), files_with_matches or count."
     )
 
-    def __init__(self, timeout: float = ripgrep.DEFAULT_TIMEOUT):
-        self.timeout = timeout
+    def __init__(self) -> None:
         self.input_schema = GREP_SCHEMA
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -80,7 +84,7 @@ class Grep:
         is_dir = _check_searchable(target, where)
         # rg runs inside the searched directory so a glob is relative to `path`, as in Glob.
         cwd = target if is_dir else target.parent
-        search = "." if is_dir else target.name
+        search = "." if is_dir else f"./{target.name}"
         prefix = relative(root, cwd)
 
         argv = ["--null", "--sort", "path", "--max-columns", str(MAX_COLUMNS), "--max-columns-preview"]
@@ -98,7 +102,7 @@ class Grep:
         allowed = None
         if glob:
             argv += ["--glob", str(glob)]
-            allowed = ripgrep.list_files(cwd, [search], timeout=self.timeout)
+            allowed = ripgrep.list_files(cwd, ctx, [search])
         argv += ["-e", pattern, "--", search]
 
         # In files mode rg ends each path with NUL and no newline; otherwise NUL sits after the path.
@@ -109,12 +113,13 @@ class Grep:
         kept = 0  # of which shown
         matches = 0
         size = 0
-        with ripgrep.RgProcess(argv, cwd, sep=sep, timeout=self.timeout) as proc:
-            for record in proc.records():
-                if mode == "content" and record == "--":
+        with ripgrep.RgProcess(argv, cwd, ctx, sep=sep) as proc:
+            records = proc.records() if mode == "files_with_matches" else _joined(proc.records())
+            for record in records:
+                if mode == "content" and record == b"--":
                     # A separator between groups of context; never first, never doubled.
                     if shown and shown[-1] != "--" and total == kept:
-                        shown.append(record)
+                        shown.append("--")
                     continue
                 hit = _split(record, allowed)
                 if hit is None:
@@ -131,12 +136,12 @@ class Grep:
                 elif total > max_results + _COUNT_SLACK:
                     proc.stop()
         outcome = proc.finish()
-        if outcome.failed and not shown:
-            raise ToolError(_rg_error(outcome.stderr, pattern))
+        if outcome.failed:
+            raise ToolError(_rg_error(outcome.message, pattern))
         while shown and shown[-1] == "--":
             shown.pop()
         if not shown:
-            return ToolOutput(f"No matches for {pattern!r} in {where}.")
+            shown.append(f"No matches for {pattern!r} in {where}.")
         notes = []
         if total > kept:
             more = f"at least {total - kept}" if outcome.stopped_early else str(total - kept)
@@ -146,10 +151,7 @@ class Grep:
             )
         if mode == "count":
             notes.append(f"({matches} matches in {total} files)")
-        if outcome.timed_out:
-            notes.append(f"(the search stopped after {self.timeout:g} s; results may be incomplete)")
-        elif outcome.failed:
-            notes.append(f"(some files could not be searched: {outcome.stderr.splitlines()[0]})")
+        notes += ripgrep.unreadable_note(outcome, prefix)
         return ToolOutput("\n".join([*shown, *notes]))
 
 
@@ -167,13 +169,28 @@ def _check_searchable(target: Path, where: str) -> bool:
     return stat.S_ISDIR(mode)
 
 
-def _split(record: str, allowed: set[str] | None) -> tuple[str, str] | None:
-    """(path, rest) of one rg record, or None when the file must be dropped."""
-    path, _, rest = record.partition("\0")
-    path = ripgrep.strip_dot(path)
+def _joined(records: Iterable[bytes]) -> Iterator[bytes]:
+    """Records of the form `path NUL rest`, rejoined where a newline in the path split one."""
+    pending = b""
+    for record in records:
+        if not pending and record == b"--":
+            yield record
+            continue
+        pending = pending + b"\n" + record if pending else record
+        if b"\0" in pending:
+            yield pending
+            pending = b""
+    if pending:
+        yield pending
+
+
+def _split(record: bytes, allowed: set[str] | None) -> tuple[str, str] | None:
+    """(path shown to the model, rest) of one rg record, or None when the file must be dropped."""
+    raw, _, rest = record.partition(b"\0")
+    path = ripgrep.strip_dot(os.fsdecode(raw))
     if not path or (allowed is not None and path not in allowed):
         return None
-    return path, rest
+    return show(path), rest.decode("utf-8", errors="replace")
 
 
 def _format(path: str, rest: str, mode: str) -> str:

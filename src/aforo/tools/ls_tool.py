@@ -1,19 +1,26 @@
 """LS: the entries of one directory, sorted, directories marked with a trailing '/'.
 
 Nothing is filtered (unlike Glob and Grep, .gitignore does not apply): it shows what is on disk.
-Symlinks are shown as links and never followed, so listing cannot leave the workspace.
+Symlinks are shown as links and never followed, so listing cannot leave the workspace. Names are
+escaped by `names.show`: one entry per line, whatever bytes a name holds.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from aforo.errors import ToolError
 from aforo.protocols import ToolContext, ToolOutput
+from aforo.tools.deadline import check
+from aforo.tools.names import show
 from aforo.tools.workspace import relative, resolve, root_of
 
 DEFAULT_MAX_ENTRIES = 500
+# Entries read between two looks at the deadline and the cancel event.
+_CHECK_EVERY = 256
 
 LS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -40,8 +47,7 @@ class LS:
         path = resolve(ctx.workspace, args.get("path"))
         shown = relative(root, path)
         try:
-            with os.scandir(path) as entries:
-                listing = sorted(_describe(entry) for entry in entries)
+            listing = sorted(_entries(path, ctx))
         except FileNotFoundError:
             raise ToolError(f"{shown} does not exist; use LS on its parent to see what is there") from None
         except NotADirectoryError:
@@ -63,12 +69,22 @@ class LS:
         return ToolOutput("\n".join(out))
 
 
+def _entries(path: Path, ctx: ToolContext) -> Iterator[str]:
+    with os.scandir(path) as entries:
+        for count, entry in enumerate(entries, start=1):
+            if count % _CHECK_EVERY == 0:
+                check(ctx)
+            yield _describe(entry)
+    check(ctx)
+
+
 def _describe(entry: os.DirEntry[str]) -> str:
+    name = show(entry.name)
     try:
         if entry.is_symlink():
-            return f"{entry.name} -> {os.readlink(entry.path)}"
+            return f"{name} -> {show(os.readlink(entry.path))}"
         if entry.is_dir(follow_symlinks=False):
-            return f"{entry.name}/"
+            return f"{name}/"
     except OSError:
         pass
-    return entry.name
+    return name

@@ -1,29 +1,31 @@
 """Read: a text file with line numbers, a window of it at a time.
 
-The file is streamed line by line and each line is read with a byte limit, so a 1 GB file (or one
-1 GB line) costs only what is shown. Only regular files are opened: a FIFO or a device would block
-or never end. The total line count, needed to tell the model how to read on, is counted in chunks
-up to a scan limit; past it the answer says "at least".
+Only what is shown is decoded. The lines before `offset` are skipped by counting newlines in large
+chunks, and the lines after the window are counted the same way, to tell the model how to read on.
+Each shown line is read with a byte limit, so one 1 GB line costs only what is shown. Everything one
+call reads is bounded by `read_bytes` (an offset past it is an error; a count that reaches it says "at
+least") and every chunk looks at the call's deadline and cancel event. Only regular files are opened:
+a FIFO or a device would block or never end.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
-import stat
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
-from aforo.errors import ToolError
+from aforo.errors import LimitExceeded, ToolError
+from aforo.limits import READ_BYTES
 from aforo.protocols import ToolContext, ToolOutput
-from aforo.tools.workspace import relative, resolve, root_of
+from aforo.tools.deadline import check
+from aforo.tools.workspace import open_regular, relative, resolve, root_of
 
 DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8
 _SNIFF_BYTES = 8192
 _CHUNK = 1 << 20
-_COUNT_SCAN_LIMIT = 128 << 20
 
 READ_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -53,8 +55,9 @@ class Read:
     name = "Read"
     description = "Read a text file with line numbers. For long files pass offset (first line) and limit."
 
-    def __init__(self, default_limit: int = DEFAULT_LIMIT):
+    def __init__(self, default_limit: int = DEFAULT_LIMIT, max_bytes: int = int(READ_BYTES.value)):
         self.default_limit = default_limit
+        self.max_bytes = max_bytes
         self.input_schema = READ_SCHEMA
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -63,78 +66,111 @@ class Read:
         shown_path = relative(root, path)
         offset = int(args.get("offset") or 1)
         limit = int(args.get("limit") or self.default_limit)
-        with _open_regular(path, shown_path) as f:
+        with open_regular(path, shown_path) as f:
             head = f.read(_SNIFF_BYTES)
             if b"\0" in head:
                 size = os.fstat(f.fileno()).st_size
                 raise ToolError(f"{shown_path} is a binary file ({size} bytes); Read only shows text files")
             f.seek(0)
-            return _render(f, shown_path, offset, limit, ctx.max_chars)
+            source = _Source(f, self.max_bytes, ctx)
+            passed, tail = _skip(source, offset - 1)
+            if passed < offset - 1:
+                if source.exhausted:
+                    cap = dataclasses.replace(READ_BYTES, value=self.max_bytes)
+                    raise LimitExceeded(
+                        cap,
+                        f"line {offset:,} of {shown_path} is out of reach (Grep with `context` shows lines "
+                        "anywhere in a file)",
+                    )
+                return _past_end(shown_path, passed + int(tail), offset)
+            return _render(source, shown_path, offset, limit, ctx.max_chars)
 
 
-def _open_regular(path: Path, shown: str) -> BinaryIO:
-    """Open `path` for reading only if it is a regular file, never blocking."""
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise ToolError(f"{shown} does not exist; use Glob or LS to find the right path") from None
-    except OSError as exc:
-        raise ToolError(f"cannot access {shown}: {exc.strerror}") from exc
-    if stat.S_ISDIR(mode):
-        raise ToolError(f"{shown} is a directory, not a file; use LS to list it or Glob to find files in it")
-    if not stat.S_ISREG(mode):
-        raise ToolError(f"{shown} is not a regular file ({_kind(mode)}); Read only reads regular files")
-    # O_NONBLOCK and the fstat below close the race of the file being swapped for a FIFO after
-    # the stat; O_NOFOLLOW refuses a symlink planted after resolve() checked the path.
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise ToolError(f"cannot open {shown}: {exc.strerror}") from exc
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ToolError(f"{shown} is not a regular file; Read only reads regular files")
-    return os.fdopen(fd, "rb")
+class _Source:
+    """The file, read through one budget of bytes and one look at the deadline per read."""
+
+    def __init__(self, f: BinaryIO, max_bytes: int, ctx: ToolContext) -> None:
+        self._f = f
+        self._left = max_bytes
+        self._ctx = ctx
+        self.exhausted = False  # the budget ran out before the end of the file
+
+    def read(self, size: int) -> bytes:
+        return self._take(self._f.read, size)
+
+    def readline(self, size: int) -> bytes:
+        return self._take(self._f.readline, size)
+
+    def seek_back(self, count: int) -> None:
+        """Give back the last `count` bytes read, to be read again."""
+        self._f.seek(-count, os.SEEK_CUR)
+        self._left += count
+
+    def _take(self, read: Callable[[int], bytes], size: int) -> bytes:
+        check(self._ctx)
+        if self._left <= 0:
+            self.exhausted = self.exhausted or self._f.read(1) != b""
+            return b""
+        data = read(min(size, self._left))
+        self._left -= len(data)
+        return data
 
 
-def _kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "a FIFO"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    return "not a file"
+def _skip(source: _Source, lines: int) -> tuple[int, bool]:
+    """Move past the first `lines` newlines: (newlines passed, whether a line without one follows them).
+
+    Fewer are passed when the file (or the budget) ends first."""
+    passed, tail = 0, False
+    while passed < lines and (chunk := source.read(_CHUNK)):
+        found = chunk.count(b"\n")
+        if passed + found < lines:
+            passed += found
+            tail = not chunk.endswith(b"\n")
+            continue
+        source.seek_back(len(chunk) - _after_newline(chunk, lines - passed))
+        return lines, False
+    return passed, tail
 
 
-def _render(f: BinaryIO, shown_path: str, offset: int, limit: int, max_chars: int | None) -> ToolOutput:
+def _after_newline(chunk: bytes, n: int) -> int:
+    """The position just after the n-th newline of `chunk` (which has at least n)."""
+    # Bisect on counts, not a find() per newline: a chunk of a million empty lines takes ~20 counts.
+    low, high = n, len(chunk)
+    while low < high:
+        mid = (low + high) // 2
+        if chunk.count(b"\n", 0, mid) >= n:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def _past_end(shown_path: str, total: int, offset: int) -> ToolOutput:
+    if total == 0:
+        return ToolOutput(f"{shown_path} is empty (0 lines).")
+    return ToolOutput(f"{shown_path} has {total} lines; offset {offset} is past the end.")
+
+
+def _render(source: _Source, shown_path: str, offset: int, limit: int, max_chars: int | None) -> ToolOutput:
     budget = 2 * max_chars if max_chars else None
     out: list[str] = []
     size = 0
     invalid_utf8 = False
-    last = offset - 1  # the last line shown
-    seen = 0
-    lines = _lines(f)
-    for seen, (raw, dropped) in enumerate(lines, start=1):
-        if seen < offset:
-            continue
+    last = offset - 1  # the last line read
+    for last, (raw, dropped) in enumerate(_lines(source), start=offset):
         text, bad = _decode(raw, cut=dropped > 0)
         invalid_utf8 |= bad
         if dropped or len(text) > MAX_LINE_CHARS:
             text = text[:MAX_LINE_CHARS] + " … [line cut: too long]"
-        entry = f"{seen:>6}\t{text}"
+        entry = f"{last:>6}\t{text}"
         out.append(entry)
         size += len(entry) + 1
-        last = seen
-        if seen - offset + 1 >= limit or (budget is not None and size >= budget):
+        if last - offset + 1 >= limit or (budget is not None and size >= budget):
             break
     # Whatever is left after the last shown line is counted, not decoded.
-    total, exact = _count_rest(f, seen)
-
-    if total == 0:
-        return ToolOutput(f"{shown_path} is empty (0 lines).")
+    total, exact = _count_rest(source, last)
     if offset > total:
-        return ToolOutput(f"{shown_path} has {total} lines; offset {offset} is past the end.")
+        return _past_end(shown_path, total, offset)
     notes = []
     if invalid_utf8:
         notes.append("(note: the file is not valid UTF-8; undecodable bytes are shown as \ufffd)")
@@ -145,15 +181,15 @@ def _render(f: BinaryIO, shown_path: str, offset: int, limit: int, max_chars: in
     return ToolOutput("\n".join([*out, *notes]))
 
 
-def _lines(f: BinaryIO) -> Iterator[tuple[bytes, int]]:
+def _lines(source: _Source) -> Iterator[tuple[bytes, int]]:
     """Each line without its end-of-line, read at most _MAX_LINE_BYTES at a time, with the bytes dropped."""
-    while head := f.readline(_MAX_LINE_BYTES):
+    while head := source.readline(_MAX_LINE_BYTES):
         dropped = 0
         if head.endswith(b"\n"):
             head = head[:-1]
         else:
             # A line longer than the limit (or the last line without a newline): skip its rest.
-            while rest := f.readline(_CHUNK):
+            while rest := source.readline(_CHUNK):
                 if rest.endswith(b"\n"):
                     dropped += len(rest) - 1
                     break
@@ -173,15 +209,13 @@ def _decode(raw: bytes, *, cut: bool) -> tuple[str, bool]:
         return raw.decode("utf-8", errors="replace"), True
 
 
-def _count_rest(f: BinaryIO, counted: int) -> tuple[int, bool]:
-    """Total line count given `counted` lines already read; (total, exact). Stops at the scan limit."""
-    scanned = 0
+def _count_rest(source: _Source, counted: int) -> tuple[int, bool]:
+    """Total line count given `counted` lines already read; (total, exact: the budget did not run out)."""
     partial = False  # the data after the last newline seen forms an unterminated line
     total = counted
-    while chunk := f.read(_CHUNK):
+    while chunk := source.read(_CHUNK):
         total += chunk.count(b"\n")
         partial = not chunk.endswith(b"\n")
-        scanned += len(chunk)
-        if scanned >= _COUNT_SCAN_LIMIT:
-            return total + 1, False
+    if source.exhausted:
+        return total + 1, False
     return total + (1 if partial else 0), True

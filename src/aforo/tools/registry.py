@@ -4,11 +4,18 @@
 arguments that do not fit the schema) and everything a tool can refuse (ToolError) comes back as an
 is_error output worded so the model can correct itself; a bug in a tool is reported the same way
 instead of crashing the run.
+
+Every call has one deadline (`tool_seconds`) and may be cancelled. The tool runs in a worker thread and
+sees both in its ToolContext, so it stops its own work (ripgrep is killed, file loops stop); the
+registry answers at the deadline or the cancel even if a tool is stuck in a system call.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,9 +23,11 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from aforo.errors import ToolError
+from aforo.errors import LimitExceeded, ToolError
+from aforo.limits import TOOL_SECONDS
 from aforo.messages import ToolSpec
 from aforo.protocols import Tool, ToolContext, ToolOutput
+from aforo.tools.deadline import POLL_S, Interrupted, interruption
 from aforo.tools.glob_tool import Glob
 from aforo.tools.grep_tool import Grep
 from aforo.tools.ls_tool import LS
@@ -28,8 +37,11 @@ _QUOTE_CHARS = 200
 
 
 class ToolRegistry:
-    def __init__(self, tools: Sequence[Tool], workspace: Path) -> None:
+    def __init__(
+        self, tools: Sequence[Tool], workspace: Path, *, seconds: float = float(TOOL_SECONDS.value)
+    ) -> None:
         self.workspace = workspace
+        self.seconds = seconds
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Draft202012Validator] = {}
         for tool in tools:
@@ -47,8 +59,16 @@ class ToolRegistry:
     def names(self) -> frozenset[str]:
         return frozenset(self._tools)
 
-    def execute(self, name: str, arguments: str | dict[str, Any], max_chars: int | None = None) -> ToolOutput:
-        """Run one tool call; every failure becomes an is_error output, nothing is raised."""
+    def execute(
+        self,
+        name: str,
+        arguments: str | dict[str, Any],
+        max_chars: int | None = None,
+        cancel: threading.Event | None = None,
+    ) -> ToolOutput:
+        """Run one tool call; every failure becomes an is_error output, nothing is raised.
+
+        It returns by the call's deadline, and within a poll interval of `cancel` being set."""
         tool = self._tools.get(name)
         if tool is None:
             available = ", ".join(sorted(self._tools)) or "none"
@@ -58,18 +78,56 @@ class ToolRegistry:
             problem = self._invalid(tool, args)
         if problem is not None:
             return ToolOutput(problem, is_error=True)
+        deadline = time.monotonic() + self.seconds
+        ctx = ToolContext(workspace=self.workspace, max_chars=max_chars, cancel=cancel, deadline=deadline)
+        answer: list[ToolOutput] = []
+        done = threading.Event()
+
+        def work() -> None:
+            answer.append(_valid_utf8(self._run(tool, args, ctx)))
+            done.set()
+
+        threading.Thread(target=work, name=f"aforo-tool-{name}", daemon=True).start()
+        while not done.wait(POLL_S):
+            stop = interruption(ctx)
+            if stop is not None and not done.is_set():
+                # The tool sees the same context and stops at its next check; no need to wait for it.
+                return self._stopped(name, stop)
+        return answer[0]
+
+    def _run(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         try:
-            return tool.run(args, ToolContext(workspace=self.workspace, max_chars=max_chars))
-        except ToolError as exc:
-            return ToolOutput(f"{name}: {exc}", is_error=True)
+            return tool.run(args, ctx)
+        except Interrupted as exc:
+            return self._stopped(tool.name, exc)
+        except (ToolError, LimitExceeded) as exc:
+            return ToolOutput(f"{tool.name}: {exc}", is_error=True)
         except Exception as exc:  # a bug in a tool must not end the run; the model can try another way
-            return ToolOutput(f"internal error in tool {name}: {type(exc).__name__}: {exc}", is_error=True)
+            problem = f"{type(exc).__name__}: {exc}"
+            return ToolOutput(f"internal error in tool {tool.name}: {problem}", is_error=True)
+
+    def _stopped(self, name: str, stop: Interrupted) -> ToolOutput:
+        if stop.cancelled:
+            return ToolOutput(f"{name}: cancelled by the user before it finished.", is_error=True)
+        limit = dataclasses.replace(TOOL_SECONDS, value=self.seconds)
+        exc = LimitExceeded(limit, "the call did not finish in time")
+        advice = "Try a narrower call: a smaller path, a more specific pattern or glob, a smaller limit."
+        return ToolOutput(f"{name}: {exc} {advice}", is_error=True)
 
     def _invalid(self, tool: Tool, args: dict[str, Any]) -> str | None:
         error = best_match(self._validators[tool.name].iter_errors(args))
         if error is None:
             return None
         return f"Invalid arguments for {tool.name}: {_describe(error)}. Expected: {signature(tool)}."
+
+
+def _valid_utf8(output: ToolOutput) -> ToolOutput:
+    """The output with any lone surrogate written out (`\\udce9`).
+
+    The content goes into JSON: a surrogate (an undecodable byte a tool let through) would fail there,
+    far from here. The tools escape names themselves (names.show); this is the guarantee for any tool."""
+    content = output.content.encode("utf-8", "backslashreplace").decode("utf-8")
+    return output if content == output.content else dataclasses.replace(output, content=content)
 
 
 def _parse(name: str, arguments: str | dict[str, Any] | None) -> tuple[dict[str, Any], str | None]:

@@ -1,8 +1,11 @@
-"""Running ripgrep safely: no shell, a deadline, bounded stderr, output streamed record by record.
+"""Running ripgrep safely: no shell, the call's deadline, bounded stderr, output streamed record by record.
 
 `rg` comes from the `ripgrep` wheel, installed next to the Python interpreter, so no system rg is
 needed. The caller reads records as they arrive and may stop early (the process is killed), which
-keeps a search over a huge tree from producing output nobody will read.
+keeps a search over a huge tree from producing output nobody will read. A watcher kills rg as soon as
+the call is cancelled or passes its deadline (one deadline shared by every rg of a call), and `finish`
+then raises `Interrupted`. Records are bytes: the caller decodes paths with `os.fsdecode`, so a name
+that is not UTF-8 survives intact.
 """
 
 from __future__ import annotations
@@ -18,9 +21,15 @@ from pathlib import Path
 from types import TracebackType
 
 from aforo.errors import ToolError
+from aforo.protocols import ToolContext
+from aforo.tools.deadline import POLL_S, Interrupted, check, interruption
+from aforo.tools.names import show
 
-DEFAULT_TIMEOUT = 30.0
 _STDERR_LIMIT = 8192
+# rg names the file in each per-file error ("rg: ./src/x.py: Permission denied (os error 13)"). Every
+# path we give rg starts with "./" or is ".", so an error line that does not is about the whole run.
+_FILE_ERROR = "rg: ./"
+_NAMED_PROBLEMS = 5
 
 # Flags shared by every search. --no-config: RIPGREP_CONFIG_PATH could otherwise inject flags such as
 # --follow (leaving the workspace through symlinks). --no-require-git: honour .gitignore even when the
@@ -54,26 +63,41 @@ def rg_binary() -> str:
 @dataclass(frozen=True)
 class Outcome:
     returncode: int | None
-    stderr: str
-    timed_out: bool
+    # rg's error lines (at most _STDERR_LIMIT bytes of them), each escaped for display.
+    errors: tuple[str, ...]
     stopped_early: bool
 
     @property
+    def unreadable(self) -> tuple[str, ...]:
+        """The files rg could not read, as 'path: reason' relative to where it ran."""
+        return tuple(line.removeprefix(_FILE_ERROR) for line in self.errors if line.startswith(_FILE_ERROR))
+
+    @property
     def failed(self) -> bool:
-        # rg exits 0 with matches, 1 without, 2 on any error (bad regex, unreadable file...).
-        return self.returncode not in (0, 1) and not self.stopped_early and not self.timed_out
+        """rg failed as a whole (a bad regex or glob), not only on some files it could not read."""
+        # rg exits 0 with matches, 1 without, 2 on any error.
+        if self.returncode in (0, 1) or self.stopped_early:
+            return False
+        # Lines that do not start with "rg: " continue a multi-line message (a regex error's caret).
+        whole = [line for line in self.errors if line.startswith("rg: ") and not line.startswith(_FILE_ERROR)]
+        return bool(whole) or not self.unreadable
+
+    @property
+    def message(self) -> str:
+        return "\n".join(self.errors)
 
 
 class RgProcess:
     """One rg run, used as a context manager: iterate `records()`, then `finish()` says how it ended."""
 
-    def __init__(
-        self, args: Sequence[str], cwd: Path, *, sep: bytes = b"\n", timeout: float = DEFAULT_TIMEOUT
-    ) -> None:
+    def __init__(self, args: Sequence[str], cwd: Path, ctx: ToolContext, *, sep: bytes = b"\n") -> None:
+        check(ctx)
         self._sep = sep
-        self._timed_out = False
+        self._ctx = ctx
         self._stopped = False
         self._eof = False
+        self._interrupted: Interrupted | None = None
+        self._done = threading.Event()
         self._stderr = bytearray()
         self._outcome: Outcome | None = None
         try:
@@ -89,34 +113,36 @@ class RgProcess:
         # Popen with PIPE always sets these; raw fds avoid the buffering of the file objects.
         self._stdout_fd = self._proc.stdout.fileno() if self._proc.stdout else -1
         self._stderr_fd = self._proc.stderr.fileno() if self._proc.stderr else -1
-        self._timer = threading.Timer(timeout, self._expire)
-        self._timer.daemon = True
-        self._timer.start()
+        self._watcher = threading.Thread(target=self._watch, name="aforo-rg-watch", daemon=True)
+        self._watcher.start()
         # stderr is drained in a thread so a chatty rg (many unreadable files) cannot fill the pipe
         # and block while we read stdout.
-        self._drain = threading.Thread(target=self._read_stderr, daemon=True)
+        self._drain = threading.Thread(target=self._read_stderr, name="aforo-rg-stderr", daemon=True)
         self._drain.start()
 
-    def _expire(self) -> None:
-        self._timed_out = True
-        self._proc.kill()
+    def _watch(self) -> None:
+        while not self._done.wait(POLL_S):
+            stop = interruption(self._ctx)
+            if stop is not None:
+                self._interrupted = stop
+                self._proc.kill()
+                return
 
     def _read_stderr(self) -> None:
         while chunk := os.read(self._stderr_fd, 4096):
             if len(self._stderr) < _STDERR_LIMIT:
                 self._stderr += chunk
 
-    def records(self) -> Iterator[str]:
-        """Each output record (a line, or a NUL-terminated path), decoded leniently."""
+    def records(self) -> Iterator[bytes]:
+        """Each output record: a line, or a NUL-terminated path, without its separator."""
         pending = b""
         while not self._stopped and (chunk := os.read(self._stdout_fd, 65536)):
             pending += chunk
             *complete, pending = pending.split(self._sep)
-            for record in complete:
-                yield record.decode("utf-8", errors="replace")
+            yield from complete
         self._eof = not self._stopped
         if pending:
-            yield pending.decode("utf-8", errors="replace")
+            yield pending
 
     def stop(self) -> None:
         """The caller has read enough: end rg now."""
@@ -133,39 +159,49 @@ class RgProcess:
         self.finish()
 
     def finish(self) -> Outcome:
-        """Stop rg if it still runs, reap it and say how it ended (idempotent)."""
-        if self._outcome is not None:
-            return self._outcome
-        # After EOF rg is exiting on its own: killing it now would hide its exit status (a bad regex).
-        if not self._eof:
-            self.stop()
-        returncode = self._proc.wait()
-        self._timer.cancel()
-        self._drain.join()
-        for stream in (self._proc.stdout, self._proc.stderr):
-            if stream is not None:
-                stream.close()
-        self._outcome = Outcome(
-            returncode=returncode,
-            stderr=self._stderr.decode("utf-8", errors="replace").strip(),
-            timed_out=self._timed_out,
-            stopped_early=self._stopped,
-        )
+        """Stop rg if it still runs, reap it and say how it ended (idempotent).
+
+        Raises Interrupted when the watcher killed rg: whatever was read may be incomplete."""
+        if self._outcome is None:
+            # After EOF rg is exiting on its own: killing it now would hide its exit status (a bad regex).
+            if not self._eof:
+                self.stop()
+            returncode = self._proc.wait()
+            self._done.set()
+            self._drain.join()
+            for stream in (self._proc.stdout, self._proc.stderr):
+                if stream is not None:
+                    stream.close()
+            text = os.fsdecode(bytes(self._stderr)).strip()
+            self._outcome = Outcome(
+                returncode=returncode,
+                errors=tuple(show(line) for line in text.splitlines() if line.strip()),
+                stopped_early=self._stopped,
+            )
+        if self._interrupted is not None:
+            raise self._interrupted
         return self._outcome
 
 
-def list_files(cwd: Path, paths: Sequence[str] = (), *, timeout: float = DEFAULT_TIMEOUT) -> set[str]:
+def unreadable_note(outcome: Outcome, prefix: str) -> list[str]:
+    """A note naming what rg could not read (paths relative to the workspace), or nothing."""
+    problems = outcome.unreadable
+    if not problems:
+        return []
+    named = [p if prefix == "." else f"{prefix}/{p}" for p in problems[:_NAMED_PROBLEMS]]
+    more = f"; and {len(problems) - _NAMED_PROBLEMS} more" if len(problems) > _NAMED_PROBLEMS else ""
+    return [f"(some files could not be read and were skipped: {'; '.join(named)}{more})"]
+
+
+def list_files(cwd: Path, ctx: ToolContext, paths: Sequence[str] = ()) -> set[str]:
     """Every file rg would search under `paths` (relative to `cwd`), honouring the ignore files.
 
     Used to filter results of runs with --glob: rg's globs override ignore rules, so a file ignored
-    by .gitignore but matching the glob would otherwise show up.
+    by .gitignore but matching the glob would otherwise show up. Names are as `os.fsdecode` gives them.
     """
     args = ["--files", "--null", "--", *paths] if paths else ["--files", "--null"]
-    with RgProcess(args, cwd, sep=b"\0", timeout=timeout) as proc:
-        files = {strip_dot(record) for record in proc.records()}
-    if proc.finish().timed_out:
-        raise ToolError(f"listing files took longer than {timeout:g} s; search a smaller directory")
-    return files
+    with RgProcess(args, cwd, ctx, sep=b"\0") as proc:
+        return {strip_dot(os.fsdecode(record)) for record in proc.records()}
 
 
 def strip_dot(path: str) -> str:

@@ -1,0 +1,107 @@
+"""AGENTS.md is read like a tool reads a file: confined to the workspace and bounded before reading."""
+
+from __future__ import annotations
+
+import os
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aforo.limits import AGENTS_MD_BYTES
+from aforo.prompt import load_instructions, system_prompt
+from dialects.openai_app import Reply, make_openai_app
+from support.cli import run_cli
+from support.live_server import LiveServer
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (tmp_path / "credentials").write_text("[default]\naws_secret_access_key = OUTSIDE-SECRET\n")
+    return root
+
+
+def test_agents_md_keeps_its_wrapping(ws: Path) -> None:
+    (ws / "AGENTS.md").write_text("Always answer in Spanish.\n")
+    prompt = system_prompt(ws)
+    assert [part.name for part in prompt.parts] == ["system prompt", "AGENTS.md"]
+    assert prompt.parts[1].text == (
+        '# Project instructions\n<project_instructions path="AGENTS.md">\n'
+        "Always answer in Spanish.\n</project_instructions>"
+    )
+    assert prompt.warnings == ()
+
+
+def test_no_agents_md_is_no_part_and_no_warning(ws: Path) -> None:
+    prompt = system_prompt(ws)
+    assert [part.name for part in prompt.parts] == ["system prompt"] and prompt.warnings == ()
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "../credentials"])
+def test_a_symlink_out_of_the_workspace_is_ignored_with_a_warning(ws: Path, target: str) -> None:
+    (ws / "AGENTS.md").symlink_to(target)
+    prompt = system_prompt(ws)
+    assert [part.name for part in prompt.parts] == ["system prompt"]
+    assert "root:" not in prompt.parts[0].text and "OUTSIDE-SECRET" not in prompt.parts[0].text
+    [warning] = prompt.warnings
+    assert "AGENTS.md" in warning and "outside the workspace" in warning
+
+
+def test_a_symlink_to_a_file_inside_is_followed(ws: Path) -> None:
+    (ws / "docs").mkdir()
+    (ws / "docs" / "agents.md").write_text("Use tabs.\n")
+    (ws / "AGENTS.md").symlink_to("docs/agents.md")
+    instructions = load_instructions(ws)
+    assert instructions.text is not None and "Use tabs." in instructions.text
+    assert instructions.warning is None
+
+
+@pytest.mark.timeout(10)
+def test_a_fifo_is_refused_without_blocking(ws: Path) -> None:
+    os.mkfifo(ws / "AGENTS.md")
+    instructions = load_instructions(ws)
+    assert instructions.text is None
+    assert instructions.warning is not None and "FIFO" in instructions.warning
+
+
+def test_a_huge_agents_md_is_cut_without_being_read_whole(ws: Path) -> None:
+    with (ws / "AGENTS.md").open("wb") as f:
+        f.write(b"Use tabs.\n" + b"x" * 100)
+        f.truncate(64 << 20)  # sparse: 64 MiB on paper, nothing on disk
+    tracemalloc.start()
+    try:
+        instructions = load_instructions(ws)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20
+    assert instructions.text is not None and "Use tabs." in instructions.text
+    assert "AGENTS.md cut" in instructions.text
+    assert instructions.warning is not None and AGENTS_MD_BYTES.name in instructions.warning
+
+
+def test_the_cut_is_at_the_limit_and_splits_no_character(ws: Path) -> None:
+    (ws / "AGENTS.md").write_text("é" * 100)  # 200 bytes
+    instructions = load_instructions(ws, max_bytes=51)
+    assert instructions.text is not None
+    body = instructions.text.split("\n")[2]
+    assert body == "é" * 25  # 50 bytes: the 51st is half a character, dropped rather than shown as U+FFFD
+    assert load_instructions(ws, max_bytes=200).warning is None
+
+
+def test_the_cli_warns_and_sends_nothing_from_outside(ws: Path) -> None:
+    (ws / "AGENTS.md").symlink_to("../credentials")
+    seen: list[dict[str, Any]] = []
+
+    def answer(body: dict[str, Any]) -> Reply:
+        seen.append(body)
+        return Reply(text="ok", prompt_tokens=500)
+
+    with LiveServer(make_openai_app(answer)) as server:
+        run = run_cli("-w", str(ws), "--base-url", server.url, "-m", "test-model", "hi")
+    assert run.code == 0, run.err
+    assert "OUTSIDE-SECRET" not in str(seen)
+    assert "AGENTS.md was not used" in run.err
