@@ -18,7 +18,7 @@ from aforo.messages import Message, messages_from_list, messages_to_list
 from aforo.store.atomic import atomic_write, is_temp_name, read_json, remove_stale_temps
 from aforo.store.ids import check_id, new_id, utc_now
 from aforo.store.paths import ensure_dir
-from aforo.store.redact import redact_obj
+from aforo.store.redact import redact_obj, redacted_line
 
 KIND = "aforo.session"
 SCHEMA_VERSION = 1
@@ -59,11 +59,10 @@ class SessionRecord:
 
 
 def title_of(messages: list[Message]) -> str:
-    """The first line of the first user text, cut to fit a listing."""
+    """The first line of the first user text, redacted and then cut to fit a listing."""
     for m in messages:
         if m.role == "user" and m.text.strip():
-            line = m.text.strip().splitlines()[0]
-            return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+            return redacted_line(m.text, TITLE_CHARS)
     return ""
 
 
