@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHES = ("context_accounting.py", "overflow_signal.py", "canary.py", "redaction.py")
+BENCHES = ("context_accounting.py", "overflow_signal.py", "canary.py", "redaction.py", "textcalls.py")
 
 
 def main() -> int:

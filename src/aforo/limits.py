@@ -46,3 +46,9 @@ def limit(name: str, value: int | float, unit: str, what: str, setting: str | No
 
 JSON_DEPTH = limit("json_depth", 64, "levels", "nesting of JSON from servers, text calls or state files")
 TOOL_SECONDS = limit("tool_seconds", 30, "seconds", "wall time of one tool call")
+TEXT_CALL_LITERAL_CHARS = limit(
+    "text_call_literal_chars",
+    16 * KiB,
+    "characters",
+    "a tool call an answer writes as a Python literal (single quotes); a longer one stays text",
+)
