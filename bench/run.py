@@ -6,7 +6,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-BENCHES = ("context_accounting.py", "overflow_signal.py", "canary.py", "redaction.py", "tools.py")
+BENCHES = (
+    "context_accounting.py",
+    "overflow_signal.py",
+    "canary.py",
+    "redaction.py",
+    "textcalls.py",
+    "tools.py",
+)
 
 
 def main() -> int:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import re
+import string
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aforo.providers.textcalls import extract_text_tool_calls
@@ -191,3 +193,108 @@ def test_never_crashes_and_text_without_braces_is_untouched(text: str) -> None:
         assert (rest, found) == (text, [])
     for name, args in found:
         assert name in TOOLS and isinstance(args, dict)
+
+
+# --- hostile text: deep, unbalanced, long ---------------------------------------------------------
+# Each of these raised RecursionError (or took quadratic time) before the scanner was made linear and
+# flat; speed by input size lives in bench/textcalls.py.
+
+CALL = '{"name": "Read", "arguments": {"file_path": "x"}}'
+
+
+@pytest.mark.parametrize("opener", ["[", "{", '{"a": ', '{"name": "Read", "arguments": ', "[" * 3 + "{"])
+def test_thousands_of_openers_are_text(opener: str) -> None:
+    for count in (1000, 20_000):
+        text = opener * count
+        assert extract_text_tool_calls(text, TOOLS) == (text, [])
+        fenced = f"```json\n{text}\n```"
+        assert extract_text_tool_calls(fenced, TOOLS) == (fenced, [])
+
+
+def test_nested_calls_deeper_than_the_limit_do_not_crash() -> None:
+    text = '{"name": "Read", "arguments": ' * 1000 + "{}" + "}" * 1000
+    rest, found = extract_text_tool_calls(text, TOOLS)
+    # The outer levels are too deep to parse; the outermost one within the limit is a Read call whose
+    # arguments are the levels inside it: an error result for the model (no such parameter), no crash.
+    [(name, args)] = found
+    assert name == "Read" and set(args) == {"name", "arguments"}
+    assert rest.startswith('{"name": "Read", "arguments": ' * (1000 - 64)) and rest.endswith("}")
+
+
+def test_a_call_after_thousands_of_open_brackets_is_still_found() -> None:
+    assert extract_text_tool_calls("[" * 2000 + CALL, TOOLS) == ("[" * 2000, [("Read", {"file_path": "x"})])
+    # Closed around it, the brackets make one JSON value, a list of lists: not a call, as before.
+    text = "[" * 2000 + CALL + "]" * 2000
+    assert extract_text_tool_calls(text, TOOLS) == (text, [])
+
+
+def test_arguments_nested_past_the_limit_are_not_a_call() -> None:
+    deep_args = "[" * 5000 + "]" * 5000
+    assert calls('{"name": "Read", "arguments": {"file_path": ' + deep_args + "}}") == []
+    # OpenAI's wire form: the arguments as a JSON string, nested as deep inside it.
+    assert calls(json.dumps({"name": "Read", "arguments": '{"file_path": ' + deep_args + "}"})) == []
+
+
+def test_a_python_literal_is_read_only_when_small_and_shallow() -> None:
+    small = "```python\n{'name': 'Read', 'arguments': {'file_path': 'x'}}\n```"
+    assert calls(small) == [("Read", {"file_path": "x"})]
+    long_path = "x" * 20_000
+    assert calls(f"```python\n{{'name': 'Read', 'arguments': {{'file_path': '{long_path}'}}}}\n```") == []
+    deep = "```python\n{'name': 'Read', 'arguments': {'a': " + "(" * 500 + ")" * 500 + "}}\n```"
+    assert calls(deep) == []
+
+
+def test_unclosed_tags_and_fences_in_bulk() -> None:
+    for text in (
+        "<tool_call>" * 10_000,
+        "```" * 10_001,
+        "<tool_call>" + " " * 50_000 + "x",
+        "```json" + "a" * 50_000,
+    ):
+        assert extract_text_tool_calls(text, TOOLS) == (text, [])
+
+
+def test_many_calls_in_one_answer_are_all_found_in_order() -> None:
+    text = "\n".join(
+        f'<tool_call>{{"name": "Read", "arguments": {{"file_path": "f{i}"}}}}</tool_call>'
+        for i in range(3000)
+    )
+    rest, found = extract_text_tool_calls(text, TOOLS)
+    assert rest == "" and found == [("Read", {"file_path": f"f{i}"}) for i in range(3000)]
+
+
+def test_a_stray_quote_in_prose_does_not_hide_a_later_call() -> None:
+    assert calls(f'He said "use the tool: {CALL}') == [("Read", {"file_path": "x"})]
+    assert calls(f'[a list with a "broken string\n{CALL}') == [("Read", {"file_path": "x"})]
+
+
+ADVERSARIAL = (
+    "[", "]", "{", "}", '"', "\\", ":", ",", "'", "`", "```", "```json\n", "<tool_call>", "</tool_call>",
+    '{"name": ', '"Read"', '"arguments": ', '{"file_path": "x"}', CALL, "\n", " ", "a", "1",
+    "{'name': 'Read'", "(",
+)  # fmt: skip
+
+
+@settings(deadline=None, max_examples=300)
+@given(st.lists(st.tuples(st.sampled_from(ADVERSARIAL), st.integers(1, 300)), max_size=12))
+def test_adversarial_text_never_raises_and_only_returns_known_calls(runs: list[tuple[str, int]]) -> None:
+    text = "".join(piece * count for piece, count in runs)
+    rest, found = extract_text_tool_calls(text, TOOLS)
+    if not found:
+        assert rest == text
+    for name, args in found:
+        assert name in TOOLS and isinstance(args, dict)
+    assert len(rest) <= len(text)
+
+
+prose = st.text(alphabet=st.characters(blacklist_characters='{}[]"`<\\'), max_size=80)
+paths = st.text(alphabet=string.ascii_letters + string.digits + "/._-", min_size=1, max_size=40)
+
+
+@settings(deadline=None)
+@given(prose, st.sampled_from(sorted(TOOLS)), paths, prose)
+def test_a_call_in_prose_is_found_exactly(before: str, name: str, path: str, after: str) -> None:
+    call = json.dumps({"name": name, "arguments": {"file_path": path}})
+    rest, found = extract_text_tool_calls(f"{before}{call}{after}", TOOLS)
+    assert found == [(name, {"file_path": path})]
+    assert rest == re.sub(r"\n{3,}", "\n\n", before + after).strip()

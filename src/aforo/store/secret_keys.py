@@ -1,5 +1,6 @@
 """Does a key *name* hold a secret? `DB_PASSWORD`, `apiKey`, `x-auth-token` do; `password_field`,
-`token_count`, `max_tokens` do not.
+`token_count`, `max_tokens` do not. And is the *value* under it a literal secret, or code and
+placeholders (`${DB_PASSWORD}`, `None`, `self.token`)?
 
 The name is split into words (snake, kebab, dotted and camel case). It names a secret when one of its
 words is a secret word and the last word does not turn it into metadata about the secret (its field,
@@ -12,6 +13,11 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+
+MARKER_PREFIX = "[REDACTED:"
+# What replaces a secret. Only this exact shape counts as a marker: a bare "[REDACTED:" planted in a
+# file must not shield the text after it from redaction.
+MARKER = re.compile(r"\[REDACTED:[a-z0-9-]{1,64}\]")
 
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 
@@ -42,6 +48,7 @@ _KEY_QUALIFIERS = frozenset(
         "consumer",
         "write",
         "admin",
+        "aws",
     }
 )
 # A first word that makes the name a count or a flag: `max_token`, `is_secret`, `use_auth`.
@@ -89,3 +96,35 @@ def secret_key_kind(key: str, *, env_style: bool) -> str | None:
         if word == "auth" and (last or env_style):
             return "auth"
     return None
+
+
+_NOT_LITERAL_WORDS = "none null nil true false yes no on off undefined str string bytes int bool any optional"
+_NOT_LITERALS = frozenset([*_NOT_LITERAL_WORDS.split(), "secretstr", "required", "|", ">", ">-", "|-", "~"])
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def value_is_secret(value: str, *, bare: bool, config_line: bool, key: str, next_char: str) -> bool:
+    """Is `value`, assigned to the secret-looking `key`, a literal secret worth redacting?
+
+    `bare`: written without quotes; `config_line`: a `.env`/shell/INI line, where every value is data;
+    `next_char`: what follows the value (a `(` makes it a call, i.e. code).
+    """
+    if not value or MARKER.fullmatch(value):
+        return False
+    if value[0] in "$<*%" or value.startswith("{{") or value.lower() in _NOT_LITERALS:
+        return False  # a template, a placeholder, a type annotation or a literal of the language
+    if not any(c.isalnum() for c in value):
+        return False  # an elision (`...`) or a mask (`****`)
+    if not bare:
+        return True
+    if next_char and next_char in "([":
+        return False  # a call or an index: code that fetches the secret, not the secret
+    if value.isdigit() and len(value) < 4:
+        return False
+    if _IDENTIFIER.fullmatch(value):
+        # A bare name is code (`auth: AuthTypes`, `f(api_key=api_key)`, `token = self.token`) unless it
+        # sits in a config line (`API_KEY=abc`) or looks made up (`password: hunter2`).
+        if config_line:
+            return True
+        return "." not in value and any(c.isdigit() for c in value) and value.lower() != key.lower()
+    return True

@@ -20,7 +20,7 @@ from aforo.store.atomic import atomic_write, is_temp_name, read_json, remove_sta
 from aforo.store.ids import check_id, new_id, utc_now
 from aforo.store.migrations import DocumentStep, Migrations, document_header, upgrade_document
 from aforo.store.paths import ensure_dir
-from aforo.store.redact import redact_obj
+from aforo.store.redact import redact_obj, redacted_line
 
 KIND = "aforo.session"
 # Each takes a session dict one shape further (see store/migrations.py); none yet: schema 1.
@@ -50,11 +50,10 @@ class SessionRecord:
 
 
 def title_of(messages: list[Message]) -> str:
-    """The first line of the first user text, cut to fit a listing."""
+    """The first line of the first user text, redacted and then cut to fit a listing."""
     for m in messages:
         if m.role == "user" and m.text.strip():
-            line = m.text.strip().splitlines()[0]
-            return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+            return redacted_line(m.text, TITLE_CHARS)
     return ""
 
 

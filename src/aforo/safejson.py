@@ -1,0 +1,56 @@
+"""JSON from untrusted sources (server bodies, state files, text tool calls), parsed with a depth limit.
+
+`json.loads` recurses once per nested `[`/`{`, so a document nested ten thousand deep ends in a
+`RecursionError` traceback (and one such session file broke `aforo sessions` for all). `loads` first
+measures the nesting with a linear, non-recursive scan and refuses a document deeper than
+`JSON_DEPTH` with `LimitExceeded`, so the parser never recurses past the limit.
+
+The scan counts brackets outside strings. Up to the first syntax error it sees exactly the strings the
+parser sees (a `"` the parser would reject ends the parse there), so the parser never goes deeper than
+the scan measured; a malformed document still gets `json.JSONDecodeError` from the parser itself.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from aforo.limits import JSON_DEPTH, LimitExceeded
+
+# A whole string (escapes included; an unterminated one runs to the end), or one bracket. Possessive
+# quantifiers: a string is consumed once, never re-tried shorter, so the scan stays linear.
+_TOKEN = re.compile(r'"[^"\\]*+(?:\\.[^"\\]*+)*+"?|[\[{]|[\]}]', re.DOTALL)
+
+
+def _deeper_than(text: str, limit: int) -> bool:
+    if text.count("[") + text.count("{") <= limit:
+        return False  # too few brackets to nest that deep: the common case, no scan needed
+    depth = 0
+    for m in _TOKEN.finditer(text):
+        c = text[m.start()]
+        if c in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif c in "]}":
+            depth = max(0, depth - 1)
+    return False
+
+
+def check_depth(text: str, what: str) -> None:
+    """Raise `LimitExceeded` naming `what` when `text` nests deeper than `JSON_DEPTH`."""
+    limit = int(JSON_DEPTH.value)
+    if _deeper_than(text, limit):
+        raise LimitExceeded(JSON_DEPTH, f"{what} is nested more than {limit} levels deep")
+
+
+def loads(data: str | bytes | bytearray, what: str = "JSON") -> Any:
+    """`json.loads` for untrusted input: `LimitExceeded` when nested deeper than `JSON_DEPTH`.
+
+    `what` names the source in the message ("the server's response", "session file …"). Bytes are
+    decoded as `json.loads` decodes them (UTF-8, -16 or -32, detected).
+    """
+    text = data.decode(json.detect_encoding(data), "surrogatepass") if not isinstance(data, str) else data
+    check_depth(text, what)
+    return json.loads(text)
