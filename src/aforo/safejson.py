@@ -16,7 +16,8 @@ import json
 import re
 from typing import Any
 
-from aforo.limits import JSON_DEPTH, LimitExceeded
+from aforo.errors import LimitExceeded
+from aforo.limits import JSON_DEPTH
 
 # A whole string (escapes included; an unterminated one runs to the end), or one bracket. Possessive
 # quantifiers: a string is consumed once, never re-tried shorter, so the scan stays linear.
