@@ -73,7 +73,7 @@ def test_provider_error_ends_with_error(tmp_path: Path) -> None:
     result = agent.run("question")
     assert result.reason == "error" and "no server" in (result.error or "")
     assert rec.events[-1].type == "run_end"
-    assert agent.messages == [Message.user("question")]
+    assert agent.messages == (Message.user("question"),)
 
 
 def test_cancel_keeps_conversation_well_formed(tmp_path: Path) -> None:

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from aforo.context.compaction import CompactionError
 from aforo.context.tokens import estimate_request
-from aforo.errors import HTTPStatusError
+from aforo.errors import CompactionError, HTTPStatusError
 from aforo.messages import Request
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
 from support.scenario import TASK_KEY, is_summary_request, make_agent, make_files, reader_model
@@ -131,7 +130,7 @@ def test_prompt_larger_than_available_is_rejected_locally(tmp_path: Path) -> Non
     assert result.reason == "context_overflow"
     assert "Nothing was sent" in (result.error or "")
     assert provider.requests == []
-    assert journal.events("rejection")[0]["cause"] == "does_not_fit"
+    assert journal.events("rejection")[0].cause == "does_not_fit"
 
 
 def test_provider_failure_after_transformation_restores_history(tmp_path: Path) -> None:
@@ -180,8 +179,8 @@ def test_calibration_ignores_truncated_and_zero_usage(tmp_path: Path) -> None:
     )
     agent, _, _ = make_agent(tmp_path, provider)
     agent.run("read")
-    assert agent.governor.calibration.measured is None
-    assert agent.governor.calibration.ratio == 1.0
+    assert agent.governor.meter.calibration.measured is None
+    assert agent.governor.meter.calibration.ratio == 1.0
 
 
 def test_compaction_that_would_not_save_room_is_not_applied(tmp_path: Path) -> None:
@@ -190,7 +189,7 @@ def test_compaction_that_would_not_save_room_is_not_applied(tmp_path: Path) -> N
     provider = FakeProvider([FakeTurn("Hello."), FakeTurn(summary)])
     agent, _, journal = make_agent(tmp_path, provider, window=8192, max_tokens=1024)
     assert agent.run("hi").reason == "end_turn"
-    before = list(agent.messages)
+    before = agent.messages
     request = agent.request()
     with pytest.raises(CompactionError, match="outweigh what was summarized") as caught:
         agent.governor.compact_now(request, provider)

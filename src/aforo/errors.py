@@ -12,6 +12,8 @@ AforoError
 ├── StoreError             a checkpoint/session/telemetry read or write failed
 │   └── QuotaExceeded      a write would exceed the state quota
 ├── RejectedError          the governor refused to send a request that cannot fit (nothing was sent)
+├── TransformError         a change of the conversation was not applied; the conversation is as it was
+│   └── CompactionError    compaction could not make a smaller conversation that fits
 └── LimitExceeded          an input went past one of the named limits of `aforo.limits`
 """
 
@@ -83,6 +85,14 @@ class RejectedError(AforoError):
     def __init__(self, message: str, *, cause: str) -> None:
         super().__init__(message)
         self.cause = cause
+
+
+class TransformError(AforoError):
+    """A clearing, compaction, /clear or /undo was not applied (no checkpoint, a failed summary...)."""
+
+
+class CompactionError(TransformError):
+    pass
 
 
 class LimitExceeded(AforoError):

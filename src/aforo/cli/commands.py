@@ -15,10 +15,7 @@ from rich.console import Console
 from aforo.cli.context_view import render_context
 from aforo.cli.render import fmt_tokens
 from aforo.cli.session_keeper import SessionKeeper, find_session, mismatch_warnings
-from aforo.context.breakdown import breakdown
-from aforo.context.compaction import CompactionError
-from aforo.context.dropped import dropped
-from aforo.errors import StoreError
+from aforo.errors import StoreError, TransformError
 from aforo.protocols import Provider
 from aforo.store.sessions import SessionRecord, SessionStore
 
@@ -50,6 +47,7 @@ class Commands:
             raise ValueError("the session keeper must be attached to the agent first")
         self.keeper = keeper
         self.agent = keeper.agent
+        self.governor = keeper.agent.governor
         self.provider = provider
         self.store = store
         self.workspace = workspace
@@ -87,44 +85,28 @@ class Commands:
     # --- the commands ----------------------------------------------------------------------------
 
     def context(self, _arg: str) -> None:
-        gov = self.agent.governor
-        request = self.agent.request()
-        total, exact = gov.count(request)
-        view = breakdown(
-            request,
-            gov.budget,
-            ratio=gov.calibration.ratio,
-            total=total,
-            exact=exact,
-            counter=gov.counter_name,
-        )
-        render_context(view, self.console)
+        render_context(self.governor.breakdown(self.agent.request()), self.console)
 
     def compact(self, instructions: str) -> None:
-        gov = self.agent.governor
         try:
-            compacted = gov.compact_now(self.agent.request(), self.provider, instructions or None)
-        except CompactionError as exc:
+            self.governor.compact_now(self.agent.request(), self.provider, instructions or None)
+        except TransformError as exc:
             self.say(f"not compacted: {exc}. The conversation is unchanged.")
             return
-        self.agent.messages = list(compacted.messages)
         self.keeper.save()
 
     def clear(self, _arg: str) -> None:
         try:
-            self.agent.governor.start_over(self.agent.request())
-        except StoreError as exc:
+            self.governor.start_over(self.agent.request())
+        except TransformError as exc:
             self.say(f"not cleared: {exc}")
             return
-        self.agent.messages = []
         self.keeper.save()
 
     def undo(self, wanted: str) -> None:
-        gov = self.agent.governor
-        request = self.agent.request()
         try:
-            undone = gov.undo(request, wanted.strip() or None)
-        except StoreError as exc:
+            undone = self.governor.undo(self.agent.request(), wanted.strip() or None)
+        except (StoreError, TransformError) as exc:
             self.say(f"cannot undo: {exc}")
             return
         if undone is None:
@@ -135,7 +117,6 @@ class Commands:
             )
             return
         restore, kept = undone
-        self.agent.messages = list(restore.messages)
         self.keeper.save()
         results = sum(len(m.tool_results) for m in restore.messages)
         # The governor's event line above gives the tokens before -> after; this one, what came back.
@@ -146,17 +127,16 @@ class Commands:
         )
 
     def dropped(self, _arg: str) -> None:
-        journal = self.keeper.journal
         try:
-            checkpoint = journal.checkpoints.latest(journal.session)
+            found = self.governor.dropped()
         except StoreError as exc:
             self.say(f"cannot read the last checkpoint: {exc}")
             return
-        if checkpoint is None:
+        if found is None:
             self.say("nothing was dropped: no clearing, compaction or /clear has happened in this session.")
             return
-        report = dropped(checkpoint.messages, self.agent.messages, checkpoint.reason)
-        self.say(f"{report.describe()} (checkpoint {checkpoint.id}; /undo restores it)")
+        checkpoint, report = found
+        self.say(f"{report.describe()} (checkpoint {checkpoint}; /undo restores it)")
 
     def resume(self, wanted: str) -> None:
         current = self.keeper.record.id
@@ -175,8 +155,7 @@ class Commands:
             self.say(f"! {note}")
         self.keeper.switch(record)
         self.keeper.save()
-        request = self.agent.request()
-        tokens = self.agent.governor.count(request)[0]
+        tokens = self.governor.count(self.agent.request()).tokens
         self.say(
             f"resumed session {record.id}: {len(self.agent.messages)} messages, {fmt_tokens(tokens)} tokens"
         )

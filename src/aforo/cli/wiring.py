@@ -10,7 +10,7 @@ import httpx
 from aforo.agent import Agent
 from aforo.cli.config import Config
 from aforo.context.budget import Budget
-from aforo.context.governor import Facts, Governor
+from aforo.context.governor import Governor
 from aforo.errors import ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.prompt import system_prompt
@@ -37,7 +37,7 @@ class Runtime:
     model: str
 
 
-def build_runtime(cfg: Config, emit: EventSink, journal: Journal, *, session: str = "") -> Runtime:
+def build_runtime(cfg: Config, emit: EventSink, journal: Journal) -> Runtime:
     client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0))
     server = detect_server(client, cfg.base_url, cfg.server, model=cfg.model)
     model = cfg.model or (server.models[0] if len(server.models) == 1 else None)
@@ -67,14 +67,14 @@ def build_runtime(cfg: Config, emit: EventSink, journal: Journal, *, session: st
         provider = OpenAICompatProvider(server.v1_url, model, api_key=cfg.api_key)
     chosen = make_counter(server, client, cfg.tokenizer, model=model)
     counter = chosen if chosen.exact else None
-    facts = Facts(model=model, server=server.kind, window_source=resolution.source, session=session)
     governor = Governor(
         budget=budget,
         policy=cfg.policy,
         journal=journal,
         emit=emit,
         counter=counter,
-        facts=facts,
+        model=model,
+        server=server.kind,
         window_known=served is not None or remembered is not None,
     )
     registry = default_registry(cfg.workspace)
