@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from aforo.agent import TEXT_CALL_HINT
 from aforo.errors import ConnectError, ContextOverflowError
 from aforo.messages import Message, MessageEnd, Request, TextBlock, ToolResult, Usage
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
+from aforo.tool_batch import TEXT_CALL_HINT
 from support.scenario import make_agent, make_files
 
 

@@ -10,9 +10,11 @@ Wherever a run ends, `_End` carries its reason to the one place that closes the 
 from __future__ import annotations
 
 import threading
+from dataclasses import asdict, dataclass
 
 from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
+from aforo.context.watch import loud_overflow_message
 from aforo.errors import ContextOverflowError, ProviderError, RejectedError, TransformError
 from aforo.events import (
     EventSink,
@@ -20,26 +22,17 @@ from aforo.events import (
     RunReason,
     RunResult,
     TextDelta,
-    ToolEnd,
-    ToolStart,
     TurnEnd,
-    Warning,
 )
-from aforo.messages import Message, MessageEnd, Request, SystemPart, TextBlock, ToolResult, ToolUse
+from aforo.messages import Message, MessageEnd, Request, SystemPart
 from aforo.protocols import Provider
 from aforo.stream import Reply, collect
-from aforo.tool_batch import answered_calls, run_batch, tool_uses
+from aforo.tool_batch import answer
 from aforo.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 25
 CANCELLED = "cancelled by the user"
 CANCELLED_RESULT = "[Cancelled by the user before this tool call finished.]"
-# Models that write their calls as text (Qwen2.5-Coder 0.5B) otherwise keep calling tools forever after
-# the result arrives; measured on the real server, this line turns the next answer into prose.
-TEXT_CALL_HINT = (
-    "The output above is the result of your tool call. Now explain it to the user in prose, to answer "
-    "their request."
-)
 
 
 class _End(Exception):
@@ -50,11 +43,14 @@ class _End(Exception):
         self.reason, self.error = reason, error
 
 
+@dataclass
 class _Totals:
     """What one run used, for its RunResult."""
 
-    def __init__(self) -> None:
-        self.turns = self.tool_calls = self.input_tokens = self.output_tokens = 0
+    turns: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
@@ -62,9 +58,7 @@ class _Totals:
         self.output_tokens += end.usage.output_tokens
 
     def result(self, end: _End) -> RunResult:
-        return RunResult(
-            end.reason, self.turns, self.tool_calls, self.input_tokens, self.output_tokens, end.error
-        )
+        return RunResult(end.reason, **asdict(self), error=end.error)
 
 
 class Agent:
@@ -97,14 +91,9 @@ class Agent:
         return self.governor.conversation.messages
 
     def request(self) -> Request:
-        gov = self.governor
+        reserve = self.governor.budget.reserve
         return Request(
-            self.provider.model,
-            self.system,
-            self.tools.specs,
-            self.messages,
-            gov.budget.reserve,
-            self.temperature,
+            self.provider.model, self.system, self.tools.specs, self.messages, reserve, self.temperature
         )
 
     def run(self, prompt: str, cancel: threading.Event | None = None) -> RunResult:
@@ -136,19 +125,17 @@ class Agent:
         _stop_if(cancel)
         if not self.live_text and reply.text:
             self.emit(TextDelta(reply.text))
-        text, uses = tool_uses(reply, self.tools, self.messages)
-        blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
-        self.governor.conversation.append(Message("assistant", (*blocks, *uses)))
-        if uses:
-            self._run_tools(uses, totals, hint=not reply.calls)
-        elif reply.end.stop_reason == "max_tokens":
+        ran = answer(reply, self.tools, self.governor.conversation, self.governor.tool_cap(), self.emit)
+        totals.tool_calls += ran
+        if ran:
+            return
+        if reply.end.stop_reason == "max_tokens":
             raise _End(
                 "max_tokens", f"the answer hit the output limit of {self.governor.budget.reserve} tokens"
             )
-        elif reply.end.stop_reason == "refusal":
+        if reply.end.stop_reason == "refusal":
             raise _End("refusal", "the model refused to answer")
-        else:
-            raise _End("end_turn")
+        raise _End("end_turn")
 
     def _call(self, turn: int, cancel: threading.Event, totals: _Totals) -> Reply:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
@@ -159,12 +146,14 @@ class Agent:
             except (RejectedError, TransformError) as exc:
                 raise _End("context_overflow", str(exc)) from exc
             try:
-                reply = collect(self.provider, admitted.request, cancel, self._live_text)
+                reply = collect(
+                    self.provider, admitted.request, cancel, self._show if self.live_text else None
+                )
                 break
             except ContextOverflowError as exc:
                 # One recovery: adopt the window the server named, compact once, retry once.
-                if force or not self._adopt_window(exc.n_ctx):
-                    raise _End("context_overflow", _loud_overflow_message(exc)) from exc
+                if force or not gov.adopt_window(exc.n_ctx):
+                    raise _End("context_overflow", loud_overflow_message(exc)) from exc
                 force = True
             except ProviderError as exc:
                 gov.recover(admitted, str(exc))
@@ -189,50 +178,10 @@ class Agent:
             raise _End("context_overflow", seen.message)
         return reply
 
-    def _live_text(self, text: str) -> None:
-        if self.live_text:
-            self.emit(TextDelta(text))
-
-    def _adopt_window(self, real: int | None) -> bool:
-        """Take the window the server told us, if it is smaller, and say so. False: nothing to retry with."""
-        window = self.governor.budget.window
-        if real is None or real >= window:
-            return False
-        self.emit(
-            Warning(
-                f"The server says its window is {real} tokens, not {window}: using {real} from now on, "
-                f"compacting once and retrying once. Pass --context-window {real} to start with it."
-            )
-        )
-        self.governor.set_window(real, "server error")
-        return True
-
-    def _run_tools(self, uses: list[ToolUse], totals: _Totals, *, hint: bool) -> None:
-        for use in uses:
-            self.emit(ToolStart(use.id, use.name, use.input))
-        answered = answered_calls(self.messages[:-1])
-        outcomes = run_batch(self.tools, uses, cap=self.governor.tool_cap(), answered=answered)
-        totals.tool_calls += len(uses)
-        # Appended before the events are emitted: whoever persists on events saves the results too.
-        results: tuple[ToolResult | TextBlock, ...] = tuple(o.result for o in outcomes)
-        self.governor.conversation.append(
-            Message("user", (*results, TextBlock(TEXT_CALL_HINT)) if hint else results)
-        )
-        for o in outcomes:
-            self.emit(
-                ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error)
-            )
+    def _show(self, text: str) -> None:
+        self.emit(TextDelta(text))
 
 
 def _stop_if(cancel: threading.Event) -> None:
     if cancel.is_set():
         raise _End("aborted", CANCELLED)
-
-
-def _loud_overflow_message(exc: ContextOverflowError) -> str:
-    where = f" (server window {exc.n_ctx} tokens)" if exc.n_ctx else ""
-    return (
-        f"The server refused the request as too long{where}: {exc}. The conversation is intact. "
-        "Fix: set the real window with --context-window N so aforo clears and compacts in time, "
-        "or start a new conversation."
-    )

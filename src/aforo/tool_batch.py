@@ -16,14 +16,22 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import count
 
+from aforo.context.conversation import Conversation
 from aforo.context.stages import Cap, cap_text
-from aforo.messages import Message, ToolResult, ToolUse
+from aforo.events import EventSink, ToolEnd, ToolStart
+from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
 from aforo.providers.textcalls import extract_text_tool_calls
 from aforo.stream import Reply
 from aforo.tools.registry import ToolRegistry
 
 MAX_WORKERS = 8
+# Models that write their calls as text (Qwen2.5-Coder 0.5B) otherwise keep calling tools forever after
+# the result arrives; measured on the real server, this line turns the next answer into prose.
+TEXT_CALL_HINT = (
+    "The output above is the result of your tool call. Now explain it to the user in prose, to answer "
+    "their request."
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,24 @@ class CallOutcome:
 
 def _key(use: ToolUse) -> str:
     return use.name + json.dumps(use.input, sort_keys=True, ensure_ascii=False)
+
+
+def answer(reply: Reply, tools: ToolRegistry, conversation: Conversation, cap: Cap, emit: EventSink) -> int:
+    """Add the model's answer to the conversation and run the tools it calls; how many calls it made."""
+    text, uses = tool_uses(reply, tools, conversation.messages)
+    blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
+    conversation.append(Message("assistant", (*blocks, *uses)))
+    if not uses:
+        return 0
+    for use in uses:
+        emit(ToolStart(use.id, use.name, use.input))
+    outcomes = run_batch(tools, uses, cap=cap, answered=answered_calls(conversation.messages[:-1]))
+    # Appended before the events are emitted: whoever persists on events saves the results too.
+    results: tuple[ToolResult | TextBlock, ...] = tuple(o.result for o in outcomes)
+    conversation.append(Message("user", results if reply.calls else (*results, TextBlock(TEXT_CALL_HINT))))
+    for o in outcomes:
+        emit(ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error))
+    return len(uses)
 
 
 def tool_uses(

@@ -44,16 +44,14 @@ class Meter:
             self._fixed = (key, len(request.system_text) + tools_chars(request.tools))
         return math.ceil((self._fixed[1] + self.estimates.total_chars(request.messages)) / CHARS_PER_TOKEN)
 
-    def estimate(self, request: Request) -> int:
-        return self.calibration.scale(self.raw(request))
-
     def count(self, request: Request) -> Count:
+        estimated = self.calibration.scale(self.raw(request))
         if self.counter is not None:
             try:
-                return Count(self.counter.count(request), True, self.counter.name)
+                return Count(self.counter.count(request), True, self.counter.name, estimated)
             except ProviderError as exc:
                 self.emit(
                     Warning(f"Exact token counter {self.counter.name} failed ({exc}); using estimates.")
                 )
                 self.counter = None
-        return Count(self.estimate(request), False, ESTIMATE)
+        return Count(estimated, False, ESTIMATE, estimated)

@@ -71,8 +71,19 @@ class Governor:
     def budget(self) -> Budget:
         return self._budget
 
-    def set_window(self, window: int, source: str) -> None:
-        self._budget = Budget(window, self._budget.max_tokens, source)
+    def adopt_window(self, real: int | None) -> bool:
+        """Take the window a server named in its "too long" error, if smaller, and say so. False: none."""
+        window = self._budget.window
+        if real is None or real >= window:
+            return False
+        self.emit(
+            Warning(
+                f"The server says its window is {real} tokens, not {window}: using {real} from now on, "
+                f"compacting once and retrying once. Pass --context-window {real} to start with it."
+            )
+        )
+        self._budget = Budget(real, self._budget.max_tokens, "server error")
+        return True
 
     def count(self, request: Request) -> Count:
         return self.meter.count(request)
@@ -101,7 +112,7 @@ class Governor:
 
         `force_compact` compacts whatever the count; if that fails, its TransformError is raised."""
         started = time.monotonic()
-        room = self._room(request, self.meter.count(request), provider, force=force_compact)
+        room = self._room(request, provider, force=force_compact)
         checkpoint = None
         for kind, stage in STAGES:
             try:
@@ -113,12 +124,12 @@ class Governor:
                 continue
             if applied is not None:
                 checkpoint = applied.checkpoint
-                room = self._room(applied.request, applied.after, provider, force=force_compact)
+                room = replace(room, request=applied.request, before=applied.after, prev=self.watch.prev)
         count = room.before
         if count.tokens > self._budget.available:
-            self.journal.record(self._row("rejection", room.request, count, count, started, "does_not_fit"))
+            self.journal.record(self._row("rejection", count, count, started, "does_not_fit"))
             raise RejectedError(self._budget.refusal(count.tokens, count.exact), cause="does_not_fit")
-        self.journal.record(self._row("admission", room.request, count, count, started))
+        self.journal.record(self._row("admission", count, count, started))
         return Admitted(room.request, count, request.messages if checkpoint else None, checkpoint)
 
     def recover(self, admitted: Admitted, why: str) -> None:
@@ -150,14 +161,13 @@ class Governor:
 
     def compact_now(self, request: Request, provider: Provider, instructions: str | None = None) -> None:
         """Compact now, through the same pipeline. Raises TransformError; the conversation is then kept."""
-        room = self._room(request, self.meter.count(request), provider, force=True, instructions=instructions)
+        room = self._room(request, provider, force=True, instructions=instructions)
         self._apply(Kind.COMPACT, request, room.before, partial(compact, room))
 
     def start_over(self, request: Request) -> None:
         """Forget the conversation, after a checkpoint /undo can restore. Raises TransformError."""
-        outcome = Outcome(
-            (), self.meter.count(request.with_messages(())), len(request.messages), cause="/clear"
-        )
+        empty = self.meter.count(request.with_messages(()))
+        outcome = Outcome((), empty, len(request.messages), cause="/clear")
         self._apply(Kind.RESET, request, self.meter.count(request), lambda: outcome)
 
     def undo(self, request: Request, wanted: str | None = None) -> tuple[Restore, str | None] | None:
@@ -196,21 +206,17 @@ class Governor:
             self.emit(
                 Warning(f"Not {names.doing} the conversation: the checkpoint could not be written ({exc}).")
             )
-            self.journal.record(
-                self._row("rejection", request, before, before, started, f"checkpoint: {exc}")
-            )
+            self.journal.record(self._row("rejection", before, before, started, f"checkpoint: {exc}"))
             if names.unwritten is None:
                 return None
             raise TransformError(names.unwritten) from exc
         except TransformError as exc:
-            self.journal.record(
-                self._row("rejection", request, before, before, started, f"{names.event}: {exc}")
-            )
+            self.journal.record(self._row("rejection", before, before, started, f"{names.event}: {exc}"))
             raise
         result = request.with_messages(outcome.messages)
         named = outcome.source or checkpoint
         self.emit(ContextAction(names.action, before.tokens, outcome.after.tokens, outcome.count, named))
-        row = self._row(names.event, result, before, outcome.after, started, outcome.cause)
+        row = self._row(names.event, before, outcome.after, started, outcome.cause)
         sizes = conversation_bytes(request.messages), conversation_bytes(outcome.messages)
         self.journal.record(replace(row, checkpoint=named, bytes_before=sizes[0], bytes_after=sizes[1]))
         self.conversation.replace(outcome.messages)
@@ -230,17 +236,12 @@ class Governor:
         return checkpoint
 
     def _room(
-        self,
-        request: Request,
-        before: Count,
-        provider: Provider,
-        *,
-        force: bool = False,
-        instructions: str | None = None,
+        self, request: Request, provider: Provider, *, force: bool = False, instructions: str | None = None
     ) -> Room:
+        """What a stage may look at, as plain values: the stages never see the governor."""
         return Room(
             request,
-            before,
+            self.meter.count(request),
             self._budget,
             self.policy,
             self.meter.count,
@@ -257,20 +258,14 @@ class Governor:
         return Where(self.model, self.server, budget.window, budget.source, self.meter.name)
 
     def _row(
-        self,
-        event: str,
-        request: Request,
-        before: Count,
-        after: Count,
-        started: float,
-        cause: str | None = None,
+        self, event: str, before: Count, after: Count, started: float, cause: str | None = None
     ) -> TelemetryRecord:
         return TelemetryRecord(
             event,
             self._where(),
             tokens_before=before.tokens,
             tokens_after=after.tokens,
-            tokens_estimated=self.meter.estimate(request),
+            tokens_estimated=after.estimated,
             duration_ms=round((time.monotonic() - started) * 1000, 3),
             cause=cause,
         )

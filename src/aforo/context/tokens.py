@@ -23,11 +23,15 @@ MIN_RATIO = 0.05
 
 @dataclass(frozen=True)
 class Count:
-    """The prompt tokens of a request, whether they are `exact` (the model's tokenizer), and by whom."""
+    """The prompt tokens of a request, whether they are `exact` (the model's tokenizer), and by whom.
+
+    `estimated` is the calibrated estimate of the same request, which telemetry keeps next to an exact
+    count (equal to `tokens` when the count is the estimate)."""
 
     tokens: int
     exact: bool
     counter: str
+    estimated: int
 
 
 def estimate_text(text: str) -> int:

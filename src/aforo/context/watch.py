@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from aforo.context.counting import Meter
 from aforo.context.overflow import COMMON_WINDOWS, TruncationDetector, Verdict, generation_overflow
 from aforo.context.tokens import Sample, frame_key
-from aforo.errors import ProviderError
+from aforo.errors import ContextOverflowError, ProviderError
 from aforo.events import EventSink, Warning
 from aforo.messages import Message, MessageEnd, Request
 from aforo.protocols import Provider
@@ -122,4 +122,13 @@ def silent_overflow_message(verdict: Verdict) -> str:
         + (f"The real window seems to be about {real} tokens. " if real else "")
         + f"Fix: run with{suggest}, or on Ollama raise num_ctx (OLLAMA_CONTEXT_LENGTH) or use "
         "--server ollama so aforo sets it."
+    )
+
+
+def loud_overflow_message(exc: ContextOverflowError) -> str:
+    where = f" (server window {exc.n_ctx} tokens)" if exc.n_ctx else ""
+    return (
+        f"The server refused the request as too long{where}: {exc}. The conversation is intact. "
+        "Fix: set the real window with --context-window N so aforo clears and compacts in time, "
+        "or start a new conversation."
     )
