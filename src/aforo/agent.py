@@ -61,29 +61,18 @@ class _Totals:
         return RunResult(end.reason, **asdict(self), error=end.error)
 
 
+@dataclass(kw_only=True, eq=False)
 class Agent:
-    def __init__(
-        self,
-        *,
-        provider: Provider,
-        tools: ToolRegistry,
-        governor: Governor,
-        system: tuple[SystemPart, ...],
-        emit: EventSink,
-        max_turns: int = DEFAULT_MAX_TURNS,
-        temperature: float | None = None,
-        live_text: bool = False,
-    ) -> None:
-        self.provider = provider
-        self.tools = tools
-        self.governor = governor
-        self.system = system
-        self.emit = emit
-        self.max_turns = max_turns
-        self.temperature = temperature
-        # Stream the answer as it arrives only where a silent truncation cannot happen (a server that
-        # errors on overflow); otherwise an answer is shown only once the turn is known to be whole.
-        self.live_text = live_text
+    provider: Provider
+    tools: ToolRegistry
+    governor: Governor
+    system: tuple[SystemPart, ...]
+    emit: EventSink
+    max_turns: int = DEFAULT_MAX_TURNS
+    temperature: float | None = None
+    # Stream the answer as it arrives only where a silent truncation cannot happen (a server that
+    # errors on overflow); otherwise an answer is shown only once the turn is known to be whole.
+    live_text: bool = False
 
     @property
     def messages(self) -> tuple[Message, ...]:

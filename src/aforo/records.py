@@ -7,6 +7,7 @@ ours: the context layer fills them, the store maps them onto files and SQLite co
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 @dataclass(frozen=True)
@@ -18,20 +19,6 @@ class Where:
     window: int = 0
     window_source: str = ""
     counter: str = ""
-
-
-@dataclass(frozen=True)
-class Decision:
-    decision: str
-    why: str = ""
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """A fact the conversation relied on and where it came from (`detail`: the tool call id, if any)."""
-
-    source: str
-    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -64,3 +51,15 @@ class TelemetryRecord:
     duration_ms: float | None = None
     cause: str | None = None
     checkpoint: str | None = None
+
+
+class Decision(NamedTuple):
+    decision: str
+    why: str = ""
+
+
+class Evidence(NamedTuple):
+    """A fact the conversation relied on and where it came from (`detail`: the tool call id, if any)."""
+
+    source: str
+    detail: str = ""

@@ -8,6 +8,7 @@ in a sentence, and saves the session.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -16,6 +17,7 @@ from aforo.cli.context_view import render_context
 from aforo.cli.render import fmt_tokens
 from aforo.cli.session_keeper import SessionKeeper, find_session, mismatch_warnings
 from aforo.errors import StoreError, TransformError
+from aforo.messages import Request
 from aforo.protocols import Provider
 from aforo.store.sessions import SessionRecord, SessionStore
 
@@ -88,18 +90,20 @@ class Commands:
         render_context(self.governor.breakdown(self.agent.request()), self.console)
 
     def compact(self, instructions: str) -> None:
-        try:
-            self.governor.compact_now(self.agent.request(), self.provider, instructions or None)
-        except TransformError as exc:
-            self.say(f"not compacted: {exc}. The conversation is unchanged.")
-            return
-        self.keeper.save()
+        compact = partial(
+            self.governor.compact_now, provider=self.provider, instructions=instructions or None
+        )
+        self._transform(compact, "not compacted: {}. The conversation is unchanged.")
 
     def clear(self, _arg: str) -> None:
+        self._transform(self.governor.start_over, "not cleared: {}")
+
+    def _transform(self, action: Callable[[Request], None], refused: str) -> None:
+        """Run a transformation of the governor's and save the session; or say why it was not applied."""
         try:
-            self.governor.start_over(self.agent.request())
+            action(self.agent.request())
         except TransformError as exc:
-            self.say(f"not cleared: {exc}")
+            self.say(refused.format(exc))
             return
         self.keeper.save()
 

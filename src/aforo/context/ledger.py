@@ -188,15 +188,15 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
 def checkpoint_facts(
     reason: str, messages: list[Message] | tuple[Message, ...], tokens_before: int, where: Where
 ) -> CheckpointFacts:
-    ledger = build_ledger(messages)
+    led = build_ledger(messages)
     return CheckpointFacts(
         reason,
         tokens_before,
         where,
-        goal=ledger.goal,
-        hard=ledger.hard,
-        soft=ledger.soft,
-        decisions=ledger.decisions,
-        evidence=ledger.evidence,
-        next_action=ledger.next_action,
+        led.goal,
+        led.hard,
+        led.soft,
+        led.decisions,
+        led.evidence,
+        led.next_action,
     )
