@@ -19,10 +19,19 @@ AforoError
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from aforo.limits import Limit
+
+class NamedLimit(Protocol):
+    """What an error needs of an `aforo.limits.Limit` (named by shape: limits.py imports this module)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def setting(self) -> str | None: ...
+
+    def describe(self) -> str: ...
 
 
 class AforoError(Exception):
@@ -98,7 +107,7 @@ class CompactionError(TransformError):
 class LimitExceeded(AforoError):
     """An input went past a named limit (`aforo.limits`). The message names it and how to raise it."""
 
-    def __init__(self, limit: Limit, what: str) -> None:
+    def __init__(self, limit: NamedLimit, what: str) -> None:
         how = f" Raise it with {limit.setting}." if limit.setting else ""
         super().__init__(f"{what}: over the {limit.describe()} limit.{how}")
         self.limit = limit
