@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from aforo.context.budget import Budget
 from aforo.context.compaction import (
     SHORTER,
+    CompactionError,
     Piece,
     assemble,
     fit_summary_request,
@@ -22,9 +23,8 @@ from aforo.context.compaction import (
 )
 from aforo.context.ledger import build_ledger, constraints_of
 from aforo.context.policy import Policy
-from aforo.context.stages import Cap, cap_text, clear_old_results
+from aforo.context.stages import cap_text, clear_old_results
 from aforo.context.tokens import MessageEstimates, estimate_message, estimate_request, estimate_text
-from aforo.errors import CompactionError
 from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse
 from aforo.records import Decision
 
@@ -39,18 +39,18 @@ def test_budget_numbers_from_the_spec() -> None:
 
 def test_cap_keeps_head_and_tail_and_marks_the_cut() -> None:
     text = "".join(f"line {i}\n" for i in range(5000))
-    capped = cap_text(text, Cap(500))
+    capped = cap_text(text, 500)
     assert capped.truncated and capped.removed_lines > 4000
     assert capped.content.startswith("line 0\n") and capped.content.endswith("line 4999\n")
     assert "cut here to fit the context cap of 500 tokens" in capped.content
     assert estimate_text(capped.content) <= 500
-    assert cap_text("short", Cap(500)) == cap_text("short", Cap(500))
-    assert not cap_text("short", Cap(500)).truncated
+    assert cap_text("short", 500) == cap_text("short", 500)
+    assert not cap_text("short", 500).truncated
 
 
 def test_cap_is_in_real_tokens_when_calibrated() -> None:
     text = "{" * 10_000
-    assert estimate_text(cap_text(text, Cap(500, ratio=2.0)).content) <= 250
+    assert estimate_text(cap_text(text, 500, ratio=2.0).content) <= 250
 
 
 def _exchange(i: int, n_results: int) -> list[Message]:

@@ -141,7 +141,7 @@ def run_batch(
             note = f"[Same call as {original.id} in this message: see its result.]"
             outcomes.append(CallOutcome(use, ToolResult(use.id, note, output.is_error), 0.0, False, error))
             continue
-        capped = cap_text(output.content, cap)
+        capped = cap_text(output.content, cap.tokens, cap.ratio)
         result = ToolResult(use.id, capped.content, output.is_error)
         outcomes.append(CallOutcome(use, result, round(ms, 1), capped.truncated, error))
     return outcomes

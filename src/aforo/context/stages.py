@@ -39,9 +39,12 @@ class CapResult:
     removed_lines: int = 0
 
 
-def cap_text(content: str, cap: Cap) -> CapResult:
-    """Keep the head and the tail of `content` within the cap, marking the cut."""
-    limit = cap.chars
+def cap_text(content: str, max_tokens: int, ratio: float = 1.0) -> CapResult:
+    """Keep the head and the tail of `content` within `max_tokens`, marking the cut.
+
+    `ratio` is the calibrated tokens/estimate, so the cap holds in real tokens, not only estimated ones.
+    """
+    limit = chars_for(max_tokens, ratio)
     if len(content) <= limit:
         return CapResult(content, False)
     marker_room = 200
@@ -53,7 +56,7 @@ def cap_text(content: str, cap: Cap) -> CapResult:
     removed_lines = removed.count("\n")
     marker = (
         f"\n[... {removed_lines} lines ({len(removed)} characters) cut here to fit the context cap of "
-        f"{cap.tokens} tokens. To see them, call the tool again on a narrower range "
+        f"{max_tokens} tokens. To see them, call the tool again on a narrower range "
         "(Read with offset/limit, or a more specific Grep/Glob). ...]\n"
     )
     return CapResult(content[:head_end] + marker + content[tail_start:], True, len(removed), removed_lines)
