@@ -29,6 +29,7 @@ class Conversation:
         self._messages = (*self._messages, message)
 
     def replace(self, messages: Sequence[Message]) -> None:
+        """The one way to swap the history; nothing that depends on the old one survives it."""
         self._messages = tuple(messages)
         self._watch.reset()
         self._meter.estimates.prune(self._messages)

@@ -71,20 +71,6 @@ class Governor:
     def budget(self) -> Budget:
         return self._budget
 
-    def adopt_window(self, real: int | None) -> bool:
-        """Take the window a server named in its "too long" error, if smaller, and say so. False: none."""
-        window = self._budget.window
-        if real is None or real >= window:
-            return False
-        self.emit(
-            Warning(
-                f"The server says its window is {real} tokens, not {window}: using {real} from now on, "
-                f"compacting once and retrying once. Pass --context-window {real} to start with it."
-            )
-        )
-        self._budget = Budget(real, self._budget.max_tokens, "server error")
-        return True
-
     def count(self, request: Request) -> Count:
         return self.meter.count(request)
 
@@ -131,6 +117,20 @@ class Governor:
             raise RejectedError(self._budget.refusal(count.tokens, count.exact), cause="does_not_fit")
         self.journal.record(self._row("admission", count, count, started))
         return Admitted(room.request, count, request.messages if checkpoint else None, checkpoint)
+
+    def adopt_window(self, real: int | None) -> bool:
+        """Take the window a server named in its "too long" error, if smaller, and say so. False: none."""
+        window = self._budget.window
+        if real is None or real >= window:
+            return False
+        self.emit(
+            Warning(
+                f"The server says its window is {real} tokens, not {window}: using {real} from now on, "
+                f"compacting once and retrying once. Pass --context-window {real} to start with it."
+            )
+        )
+        self._budget = Budget(real, self._budget.max_tokens, "server error")
+        return True
 
     def recover(self, admitted: Admitted, why: str) -> None:
         """Put back the conversation this call transformed, after the provider failed."""
