@@ -57,6 +57,9 @@ def test_twelve_files_one_per_turn_compact_and_finish(tmp_path: Path) -> None:
     assert max(sent_sizes(provider)) <= agent.governor.budget.available
     assert len(journal.events("compaction")) == len(compactions)
     assert journal.events("admission")
+    # Each compaction says how large its summary request was: at most what fits, never dropped.
+    available = agent.governor.budget.available
+    assert all(0 < (r.summary_tokens or 0) <= available for r in journal.events("compaction"))
 
 
 @pytest.mark.parametrize("seed", range(12))

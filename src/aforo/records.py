@@ -48,6 +48,7 @@ class TelemetryRecord:
     tokens_exact: int | None = None
     bytes_before: int | None = None
     bytes_after: int | None = None
+    summary_tokens: int | None = None  # prompt tokens of the summary request (compaction)
     duration_ms: float | None = None
     cause: str | None = None
     checkpoint: str | None = None

@@ -1,11 +1,10 @@
 """The governor: it owns the conversation, admits every model call and watches what comes back (SPEC §3-§5).
 
-Before a call it counts the request, runs the stages (clear past `clear_at`, compact past `compact_at`)
-and refuses locally what still cannot fit. After it, the watch decides whether the server silently
-dropped part of the prompt. Every transformation (a stage, /compact, /clear, /undo, the recovery after
-a failed call) goes through one pipeline, `_apply`: checkpoint first, transform in memory, then tell
-(event), record (telemetry) and adopt the result (`replace`); on failure a rejection is recorded and
-the conversation is left as it was. Helpers get plain values (`Room`), never the governor.
+Before a call it runs the stages (clear, compact) and refuses locally what still cannot fit; after it,
+the watch decides whether the server silently dropped part of the prompt. Every transformation goes
+through one pipeline, `_apply`: checkpoint first, transform in memory, then event, telemetry and
+`Conversation.replace`; on failure a rejection record, and the conversation is left as it was.
+Helpers get plain values (`Room`), never the governor.
 """
 
 from __future__ import annotations
@@ -217,8 +216,15 @@ class Governor:
         named = outcome.source or checkpoint
         self.emit(ContextAction(names.action, before.tokens, outcome.after.tokens, outcome.count, named))
         row = self._row(names.event, before, outcome.after, started, outcome.cause)
-        sizes = conversation_bytes(request.messages), conversation_bytes(outcome.messages)
-        self.journal.record(replace(row, checkpoint=named, bytes_before=sizes[0], bytes_after=sizes[1]))
+        self.journal.record(
+            replace(
+                row,
+                checkpoint=named,
+                summary_tokens=outcome.summary_tokens,
+                bytes_before=conversation_bytes(request.messages),
+                bytes_after=conversation_bytes(outcome.messages),
+            )
+        )
         self.conversation.replace(outcome.messages)
         return Applied(result, outcome.after, checkpoint)
 
