@@ -166,10 +166,9 @@ class Commands:
 
     def _previous(self, current: str) -> tuple[SessionRecord, list[str]]:
         """The newest saved session of this workspace other than the open one."""
-        here = str(self.workspace.resolve())
-        for summary in self.store.list():
-            if summary.error is None and summary.id != current and summary.workspace == here:
-                return self.store.load(summary.id), []
-        raise StoreError(
-            "no other saved session for this workspace; /sessions lists them all and /resume ID opens one"
-        )
+        record, notes = self.store.latest(self.workspace, exclude=current)
+        if record is None:
+            raise StoreError(
+                "no other saved session for this workspace; /sessions lists them all and /resume ID opens one"
+            )
+        return record, notes

@@ -30,22 +30,13 @@ def find_session(store: SessionStore, wanted: str, workspace: Path) -> tuple[Ses
     """
     if wanted != LATEST:
         return store.load(wanted), []
-    notes: list[str] = []
-    listing = store.list()
-    unreadable = [s for s in listing if s.error]
-    if unreadable:
-        notes.append(
-            f"skipped {len(unreadable)} unreadable session file(s), e.g. {unreadable[0].path}: "
-            f"{unreadable[0].error}"
+    record, notes = store.latest(workspace)
+    if record is None:
+        raise StoreError(
+            f"no saved session for the workspace {workspace.resolve()}; `aforo sessions` lists them, "
+            "and `aforo --resume ID` resumes one from anywhere." + "".join(f" Also: {n}." for n in notes)
         )
-    here = str(workspace.resolve())
-    for summary in listing:
-        if summary.error is None and summary.workspace == here:
-            return store.load(summary.id), notes
-    raise StoreError(
-        f"no saved session for the workspace {here}; `aforo sessions` lists them, "
-        "and `aforo --resume ID` resumes one from anywhere." + "".join(f" Also: {n}." for n in notes)
-    )
+    return record, notes
 
 
 def mismatch_warnings(rec: SessionRecord, workspace: Path, model: str) -> list[str]:
