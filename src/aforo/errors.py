@@ -12,15 +12,26 @@ AforoError
 ├── StoreError             a checkpoint/session/telemetry read or write failed
 │   └── QuotaExceeded      a write would exceed the state quota
 ├── RejectedError          the governor refused to send a request that cannot fit (nothing was sent)
+├── TransformError         a change of the conversation was not applied; the conversation is as it was
+│   └── CompactionError    compaction could not make a smaller conversation that fits
 └── LimitExceeded          an input went past one of the named limits of `aforo.limits`
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from aforo.limits import Limit
+
+class NamedLimit(Protocol):
+    """What an error needs of an `aforo.limits.Limit` (named by shape: limits.py imports this module)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def setting(self) -> str | None: ...
+
+    def describe(self) -> str: ...
 
 
 class AforoError(Exception):
@@ -85,10 +96,18 @@ class RejectedError(AforoError):
         self.cause = cause
 
 
+class TransformError(AforoError):
+    """A clearing, compaction, /clear or /undo was not applied (no checkpoint, a failed summary...)."""
+
+
+class CompactionError(TransformError):
+    pass
+
+
 class LimitExceeded(AforoError):
     """An input went past a named limit (`aforo.limits`). The message names it and how to raise it."""
 
-    def __init__(self, limit: Limit, what: str) -> None:
+    def __init__(self, limit: NamedLimit, what: str) -> None:
         how = f" Raise it with {limit.setting}." if limit.setting else ""
         super().__init__(f"{what}: over the {limit.describe()} limit.{how}")
         self.limit = limit

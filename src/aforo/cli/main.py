@@ -151,10 +151,10 @@ def _start(
 ) -> int:
     from aforo.cli.wiring import build_runtime
 
-    journal = StoreJournal(record.id, checkpoints, telemetry, emit)
-    keeper = SessionKeeper(store, record, emit, journal)
+    keeper = SessionKeeper(store, record, emit)
+    journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
     try:
-        runtime = build_runtime(cfg, keeper, journal, session=record.id)
+        runtime = build_runtime(cfg, keeper, journal)
     except ConfigError as exc:
         print(f"aforo: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from aforo.cli.commands import Commands
 from aforo.cli.render import ctx_line
-from aforo.cli.session_keeper import SessionKeeper, well_formed
+from aforo.cli.session_keeper import INTERRUPTED_RESULT, SessionKeeper
 from aforo.errors import StoreError
 from aforo.protocols import Provider
 from aforo.store.paths import history_path
@@ -63,15 +63,15 @@ class Repl:
         except KeyboardInterrupt:
             # A second Ctrl-C can land after the agent's own handler (while it ends the run): the
             # conversation must still be well-formed before it is saved.
-            self.agent.messages = well_formed(self.agent.messages)
+            self.agent.governor.conversation.close_pending(INTERRUPTED_RESULT)
             self.console.print("\n[aborted] cancelled by the user", markup=False, highlight=False)
         self.keeper.save()
         self.status()
 
     def status(self) -> None:
         gov = self.agent.governor
-        tokens, exact = gov.count(self.agent.request())
-        line = ctx_line(tokens, gov.budget.window, exact)
+        count = gov.count(self.agent.request())
+        line = ctx_line(count.tokens, gov.budget.window, count.exact)
         self.console.print(f"{line} · {len(self.agent.messages)} messages", style="cyan", markup=False)
 
 
