@@ -23,7 +23,18 @@ from aforo.store.redact import redact
 from aforo.store.telemetry_summary import format_summary as format_summary
 from aforo.store.telemetry_summary import summarize
 
-EVENTS = ("admission", "rejection", "clearing", "compaction", "recovery", "overflow", "warning")
+EVENTS = (
+    "admission",
+    "rejection",
+    "clearing",
+    "compaction",
+    "recovery",
+    "overflow",
+    "warning",
+    # The first answer on the conversation's lane after a summary on another lane: its model checked.
+    "model_restored",
+    "model_mismatch",
+)
 INT_FIELDS = (
     "tokens_estimated",
     "tokens_exact",
@@ -34,7 +45,7 @@ INT_FIELDS = (
     "window",
     "summary_tokens",
 )
-TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint")
+TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint", "lane", "model_served")
 COLUMNS = ("id", "ts", "session", "event", *INT_FIELDS, "duration_ms", *TEXT_FIELDS)
 
 MIGRATIONS: Migrations[SqlStep] = Migrations("telemetry")
@@ -81,6 +92,14 @@ def m002_server_window_tokens(db: sqlite3.Connection) -> None:
 def m003_summary_tokens(db: sqlite3.Connection) -> None:
     # Issue 16: the size of the summary a compaction wrote, which the journal used to drop.
     db.execute('ALTER TABLE events ADD COLUMN "summary_tokens" INTEGER')
+
+
+@MIGRATIONS
+def m004_lane_model_served(db: sqlite3.Connection) -> None:
+    # Issue 17: which lane a record is about and the model its server said it served (SPEC §9); the
+    # `model` column keeps the configured name, which a server may serve under another.
+    db.execute('ALTER TABLE events ADD COLUMN "lane" TEXT')
+    db.execute('ALTER TABLE events ADD COLUMN "model_served" TEXT')
 
 
 def migrate(db: sqlite3.Connection, upto: int | None = None) -> list[str]:
@@ -152,6 +171,8 @@ class Telemetry:
         window: int | None = None,
         window_source: str | None = None,
         checkpoint: str | Path | None = None,
+        lane: str | None = None,
+        model_served: str | None = None,
     ) -> None:
         if event not in EVENTS:
             raise ValueError(f"unknown telemetry event {event!r}; expected one of {', '.join(EVENTS)}")
@@ -175,6 +196,9 @@ class Telemetry:
             "window": window,
             "window_source": window_source,
             "checkpoint": str(checkpoint) if checkpoint is not None else None,
+            "lane": lane,
+            # What a server says is untrusted text like an error message: redacted the same way.
+            "model_served": redact(model_served) if model_served else model_served,
         }
         names = ", ".join(f'"{k}"' for k in row)
         marks = ", ".join("?" for _ in row)

@@ -1,4 +1,6 @@
-"""What `aforo stats` shows: telemetry rows folded into counts, savings and ratios, and a plain table.
+"""What `aforo stats` shows: telemetry rows folded into counts, savings and ratios, and a plain table;
+then each lane (SPEC §9) with the models its server said it served, and the checks that the
+conversation's model was back after a summary on another lane.
 
 `summarize` returns plain data (what `aforo stats --json` prints); `format_summary` renders it.
 """
@@ -9,6 +11,8 @@ from collections.abc import Iterable
 from typing import Any
 
 _TRANSFORMS = ("clearing", "compaction")
+# Shown with the lanes, not as columns of the table.
+_MODEL_CHECKS = ("model_restored", "model_mismatch")
 _ABBREV = {
     "admission": "adm",
     "rejection": "rej",
@@ -30,6 +34,7 @@ def _empty(events: tuple[str, ...]) -> dict[str, Any]:
         "rejections_by_cause": {},
         "first": None,
         "last": None,
+        "lanes": {},
         "_ratios": [],
     }
 
@@ -52,6 +57,13 @@ def _add(stats: dict[str, Any], row: dict[str, Any]) -> None:
     if event == "rejection":
         cause = row["cause"] or "unknown"
         stats["rejections_by_cause"][cause] = stats["rejections_by_cause"].get(cause, 0) + 1
+    lane = row.get("lane")
+    if lane:  # records written before lanes name none
+        entry = stats["lanes"].setdefault(lane, {"records": 0, "models_served": {}})
+        entry["records"] += 1
+        served = row.get("model_served")
+        if served:
+            entry["models_served"][served] = entry["models_served"].get(served, 0) + 1
 
 
 def _finish(stats: dict[str, Any]) -> dict[str, Any]:
@@ -95,7 +107,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     sessions = summary["sessions"]
     if not overall["total_events"]:
         return "No telemetry recorded yet: it appears after the first request aforo governs."
-    events = list(overall["events"])
+    events = [e for e in overall["events"] if e not in _MODEL_CHECKS]
     headers = ["session", *(_ABBREV.get(e, e) for e in events), "tokens saved", "compaction after/before"]
     table = [
         [name, *(str(s["events"].get(e, 0)) for e in events), f"{s['tokens_saved']['total']:,}", _ratio(s)]
@@ -116,9 +128,29 @@ def format_summary(summary: dict[str, Any]) -> str:
         "-" * len(line(headers)),
         line(table[-1]),
     ]
+    out += _lane_lines(overall)
     causes = overall["rejections_by_cause"]
     if causes:
         out += ["", "rejections by cause:"]
         width = max(len(c) for c in causes)
         out += [f"  {cause.ljust(width)}  {n}" for cause, n in sorted(causes.items(), key=lambda kv: -kv[1])]
     return "\n".join(out)
+
+
+def _lane_lines(overall: dict[str, Any]) -> list[str]:
+    lanes = overall["lanes"]
+    if not lanes:
+        return []
+    width = max(len(name) for name in lanes)
+    out = ["", "lanes and the models their servers said they served:"]
+    for name, entry in sorted(lanes.items()):
+        served = entry["models_served"]
+        models = ", ".join(f"{m} ({n})" for m, n in sorted(served.items(), key=lambda kv: -kv[1]))
+        out.append(f"  {name.ljust(width)}  {models or 'none said'}  [{entry['records']} record(s)]")
+    events = overall["events"]
+    restored, mismatched = events.get("model_restored", 0), events.get("model_mismatch", 0)
+    if restored or mismatched:
+        out.append(
+            f"after a summary on another lane: model restored {restored} time(s), mismatched {mismatched}"
+        )
+    return out
