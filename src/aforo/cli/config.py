@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from aforo.cli.lanes import LaneConfig, lane_named, main_route, parse_lanes, refuse_routes
 from aforo.context.policy import Policy
 from aforo.errors import ConfigError
 from aforo.server_kinds import SERVER_KINDS
@@ -47,10 +49,15 @@ class Config:
     checkpoint_session_quota_mb: float = 20.0
     checkpoint_total_quota_mb: float = 200.0
     json: bool = False
+    # Lanes (aforo.cli.lanes): named routes, the conversation's lane and where summaries go.
+    lanes: Mapping[str, LaneConfig] = field(default_factory=dict)
+    lane: str | None = None
+    compact_lane: str | None = None
+    compact_model: str | None = None
 
 
 _INT_KEYS = {"context_window", "max_tokens", "max_turns"}
-_STR_KEYS = {"base_url", "model", "server", "tokenizer"}
+_STR_KEYS = {"base_url", "model", "server", "tokenizer", "lane", "compact_lane", "compact_model"}
 _FLOAT_KEYS = {"checkpoint_session_quota_mb", "checkpoint_total_quota_mb", "temperature"}
 _POLICY_KEYS = {f.name for f in fields(Policy)}
 
@@ -89,8 +96,11 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
                     )
                 policy_changes[pkey] = pvalue
             continue
+        if key == "lanes":
+            changes["lanes"] = {**changes.get("lanes", cfg.lanes), **parse_lanes(value, where)}
+            continue
         if key not in _INT_KEYS | _STR_KEYS | _FLOAT_KEYS:
-            known = ", ".join(sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | {"policy"}))
+            known = ", ".join(sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | {"policy", "lanes"}))
             raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
         changes[key] = _check(key, value, where)
     if "tokenizer" in changes:
@@ -143,7 +153,9 @@ def load_config(flags: dict[str, Any], env: dict[str, str] | None = None) -> Con
         cfg = _apply(cfg, _read_toml(user_file), str(user_file))
     project_file = cfg.workspace / PROJECT_FILE
     if project_file.is_file():
-        cfg = _apply(cfg, _read_toml(project_file), str(project_file))
+        project = _read_toml(project_file)
+        refuse_routes(project, str(project_file))
+        cfg = _apply(cfg, project, str(project_file))
     env_values = _env_values(env)
     cfg = _apply(cfg, env_values, "environment")
     if "context_window" in env_values:
@@ -152,5 +164,22 @@ def load_config(flags: dict[str, Any], env: dict[str, str] | None = None) -> Con
     cfg = _apply(cfg, given, "flags")
     if "context_window" in given:
         cfg = replace(cfg, context_window_source="--context-window")
+    cfg = _with_lane(cfg, set(env_values) | set(given))
     api_key = env.get("AFORO_API_KEY") or env.get("OPENAI_API_KEY")
     return replace(cfg, api_key=api_key, json=bool(flags.get("json") is True))
+
+
+def _with_lane(cfg: Config, explicit: set[str]) -> Config:
+    """The conversation's lane's server, model and window, where the environment or a flag does not
+    set them (aforo.cli.lanes); the compaction lane is checked to exist now, resolved when wired."""
+    window = (cfg.context_window, cfg.context_window_source)
+    route = main_route(cfg.lanes, cfg.lane, cfg.base_url, cfg.model, window, explicit)
+    if cfg.compact_lane is not None:
+        lane_named(cfg.lanes, cfg.compact_lane, "compact_lane")
+    return replace(
+        cfg,
+        base_url=route.base_url,
+        model=route.model,
+        context_window=route.context_window,
+        context_window_source=route.context_window_source,
+    )

@@ -63,6 +63,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
+    parser.add_argument("--lane", default=NOT_GIVEN, help="the [lanes.NAME] the conversation runs on")
+    parser.add_argument(
+        "--compact-lane", default=NOT_GIVEN, help="the [lanes.NAME] summary requests go to (compaction)"
+    )
+    parser.add_argument(
+        "--compact-model",
+        default=NOT_GIVEN,
+        help="the model summary requests ask for, on the compaction lane's server (default: this one's)",
+    )
     parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
     parser.add_argument(
         "--resume",
@@ -88,6 +97,9 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "temperature",
         "server",
         "tokenizer",
+        "lane",
+        "compact_lane",
+        "compact_model",
     )
     flags = {k: getattr(args, k) for k in keys}
     flags["json"] = args.json

@@ -16,6 +16,7 @@ from aforo.events import (
     ContextAction,
     Event,
     Info,
+    ModelCheck,
     RunEnd,
     TextDelta,
     ToolEnd,
@@ -90,6 +91,9 @@ class HumanRenderer:
                 self._line(f"  error: {event.error or 'failed'}", "red")
         elif isinstance(event, ContextAction):
             self._line(self._context_text(event), "magenta")
+        elif isinstance(event, ModelCheck) and event.restored:
+            # A mismatch comes as a Warning naming both models.
+            self._line(f"~ model restored on lane {event.lane}: {event.served}", "magenta")
         elif isinstance(event, Warning):
             self._line(f"! {event.message}", "yellow", err=True)
         elif isinstance(event, RunEnd):
@@ -103,12 +107,18 @@ class HumanRenderer:
         if "window" not in f:
             return [f"{k}: {v}" for k, v in f.items()]
         counts = "exact" if f.get("counter") not in (None, "estimate") else "estimated"
-        return [
+        lines = [
             f"workspace: {f.get('workspace')}",
             f"model: {f.get('model')} ({f.get('server')} at {f.get('base_url')})",
             f"window: {f['window']} tokens from {f.get('window_source')}, {f.get('reserve')} reserved for "
             f"the answer, counts {counts} ({f.get('counter')})",
         ]
+        if "compact_lane" in f:
+            lines.append(
+                f"summaries: lane {f['compact_lane']}, {f.get('compact_model')} ({f.get('compact_server')}), "
+                f"window {f.get('compact_window')}, counts by {f.get('compact_counter')}"
+            )
+        return lines
 
     @staticmethod
     def _context_text(event: ContextAction) -> str:
