@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-real lint fmt bench demo clean
+.PHONY: install test test-fast test-real lint fmt bench canary demo clean
 
 install: $(STAMP)
 
@@ -35,6 +35,11 @@ fmt: install
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# The governor's canaries on the real model, once per lane (README, "Canaries"): two llama-servers at
+# most, one real model at a time on this machine.
+canary: install
+	flock /tmp/aforo-real.lock $(BIN)/python bench/real_canary.py
 
 demo: install
 	scripts/real-model run -- sh -c '$(BIN)/aforo --workspace examples/demo --base-url "$$AFORO_REAL_BASE_URL" \

@@ -1,0 +1,268 @@
+"""The governor's canaries on the real model (SPEC §5, §9): `make canary`.
+
+The fast canary (bench/canary.py) compacts with a scripted provider; these run the same ~100 KB
+conversation (a marker in the first user message, dozens of tool exchanges of code, JSON and logs) against
+llama-server + Qwen2.5-Coder 0.5B serving an 8192-token window, once per lane:
+
+- standard: the conversation's own server writes the summary;
+- fast: a second llama-server on another port writes it (a 4096-token window, its own alias).
+
+The conversation is far over the window. The governor compacts it through its transaction (checkpoint,
+the summary request sized for the window of the lane that writes it, recount), as `/compact` does; then
+the user asks for the task code of their first message, on the conversation's server. Each canary prints
+one row: original bytes, compacted bytes, input tokens of that next request (exact, from the server), the
+finish reason of the answer, whether the marker is in it, and the model served before and after (the
+model the conversation's server names as loaded, and the one its answer says served it). A canary passes
+when the answer finishes with `stop`, holds the marker and comes from the conversation's model.
+
+(Compacting at the admission of the question itself works the same way, but leaves the question inside
+the compacted message, where a 0.5B model echoes the whole message instead of answering: measured, it
+ran to the output limit.)
+
+Servers come from scripts/real-model (the hash-pinned engine and model in its cache); with two servers
+each runs on one thread (two 2-thread servers on 2 cores slow both about tenfold). Run it under
+`flock /tmp/aforo-real.lock`, as `make canary` does, so only one real model runs at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.machinery
+import importlib.util
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from aforo.cli.config import Config  # noqa: E402
+from aforo.cli.lanes import LaneConfig  # noqa: E402
+from aforo.cli.wiring import build_runtime  # noqa: E402
+from aforo.context.policy import Policy  # noqa: E402
+from aforo.events import ContextAction, Event, ModelCheck, RunEnd, TextDelta, TurnEnd  # noqa: E402
+from aforo.store.checkpoints import CheckpointStore  # noqa: E402
+from aforo.store.journal import StoreJournal  # noqa: E402
+from aforo.store.telemetry import Telemetry, format_summary  # noqa: E402
+from canary import MARKER, build_conversation  # noqa: E402  (the fast canary's conversation)
+
+WINDOW = 8192
+FAST_WINDOW = 4096
+MAIN_ALIAS = "qwen2.5-coder-0.5b-instruct"
+FAST_ALIAS = "qwen2.5-coder-0.5b-instruct-fast"
+QUESTION = (
+    "What is the task code at the very start of my first message? Reply with the code and one short sentence."
+)
+# The finish reason the server sent, from how the run ended (max_turns is 1: a tool call ends it there).
+FINISH = {"end_turn": "stop", "max_tokens": "length", "max_turns": "tool_calls", "refusal": "content_filter"}
+
+
+def real_model() -> ModuleType:
+    """scripts/real-model as a module: its cache, install() and server helpers."""
+    path = HERE.parent / "scripts" / "real-model"
+    loader = importlib.machinery.SourceFileLoader("real_model", str(path))
+    spec = importlib.util.spec_from_loader("real_model", loader)
+    if spec is None:
+        raise RuntimeError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+@dataclass(frozen=True)
+class Server:
+    pid: int
+    url: str
+    alias: str
+    window: int
+    threads: int
+    log: str
+
+
+@contextmanager
+def llama_server(rm: ModuleType, *, window: int, alias: str, threads: int) -> Iterator[Server]:
+    """One llama-server on a free loopback port (scripts/real-model's engine and model), stopped after."""
+    binary, gguf = rm.install()
+    port = rm.free_port()
+    log = rm.CACHE / "logs" / f"canary-{alias}-{port}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [str(binary), "-m", str(gguf), "-c", str(window), "-np", "1", "-t", str(threads)]
+    cmd += ["--host", "127.0.0.1", "--port", str(port), "--no-webui", "--jinja", "--alias", alias]
+    with log.open("w") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    root = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + rm.HEALTH_TIMEOUT_S
+        while not rm.healthy(root):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"llama-server ({alias}) did not become healthy; see {log}")
+            time.sleep(0.25)
+        yield Server(proc.pid, f"{root}/v1", alias, window, threads, str(log))
+    finally:
+        rm.terminate(proc.pid)
+
+
+@dataclass(frozen=True)
+class Row:
+    lane: str
+    original_bytes: int
+    compacted_bytes: int
+    input_tokens: int  # of the next request, as the conversation's server counted it
+    counted_tokens: int  # what aforo counted for it (exact: the server's own tokenizer)
+    summary_prompt_tokens: int  # of the summary request, on the lane that wrote it
+    finish: str
+    marker_in_answer: bool
+    summary_by: str  # the model the lane's server said wrote the summary
+    model_before: str  # the model the conversation's server names as loaded
+    model_after: str  # the model the next answer says served it
+    restored: bool
+    seconds: float
+    answer: str
+
+    @property
+    def passed(self) -> bool:
+        return self.finish == "stop" and self.marker_in_answer and self.restored
+
+
+def run_lane(lane: str, main: Server, side: Server | None, home: Path, telemetry: Telemetry) -> Row:
+    """One canary: the conversation on `main`, its summary on `side` (None: on `main` itself)."""
+    workspace = home / "workspace"
+    workspace.mkdir(parents=True, exist_ok=True)
+    lanes = {"standard": LaneConfig("standard", main.alias, main.url, main.window, "canary")}
+    if side is not None:
+        lanes["fast"] = LaneConfig("fast", side.alias, side.url, side.window, "canary")
+    cfg = Config(
+        workspace=workspace,
+        base_url=main.url,
+        model=main.alias,
+        context_window=main.window,
+        context_window_source="lanes.standard.context_window (canary)",
+        max_turns=1,
+        # An answer or a summary is short; a 0.5B model that rambles is cut at 1024 tokens, not 2048.
+        max_tokens=1024,
+        temperature=0.0,
+        # Old tool results are not cleared first, so the compaction alone makes the request fit.
+        policy=Policy(keep_tool_results=1_000_000),
+        lanes=lanes,
+        lane="standard",
+        compact_lane="fast" if side is not None else None,
+    )
+    events: list[Event] = []
+    session = f"canary-{lane}-{datetime.now(UTC):%Y%m%dT%H%M%S}"
+    journal = StoreJournal(lambda: session, CheckpointStore(home / "checkpoints"), telemetry, events.append)
+    runtime = build_runtime(cfg, events.append, journal)
+    governor = runtime.agent.governor
+    governor.conversation.replace(build_conversation())
+    started = time.monotonic()
+    governor.compact_now(runtime.agent.request(), runtime.provider)
+    result = runtime.agent.run(QUESTION)
+    seconds = time.monotonic() - started
+    compactions = [r for r in telemetry.rows(session) if r["event"] == "compaction"]
+    if len(compactions) != 1:
+        ends = [e for e in events if isinstance(e, RunEnd)]
+        raise RuntimeError(f"the {lane} canary compacted {len(compactions)} times, not once: {ends}")
+    compaction = compactions[0]
+    action = next(e for e in events if isinstance(e, ContextAction) and e.action == "compacted")
+    turn = next(e for e in events if isinstance(e, TurnEnd))
+    check = next((e for e in events if isinstance(e, ModelCheck)), None)
+    answer = "".join(e.text for e in events if isinstance(e, TextDelta))
+    return Row(
+        lane=lane,
+        original_bytes=compaction["bytes_before"],
+        compacted_bytes=compaction["bytes_after"],
+        input_tokens=turn.usage.prompt_tokens,
+        counted_tokens=turn.context,
+        summary_prompt_tokens=compaction["summary_tokens"] or 0,
+        finish=FINISH.get(result.reason, result.reason),
+        marker_in_answer=MARKER in answer,
+        summary_by=action.model,
+        model_before=", ".join(runtime.server.models) or "(not listed)",
+        model_after=turn.model,
+        # After a summary on another lane the governor checked; on the same lane there is nothing to
+        # restore, and the answer must simply come from the conversation's model.
+        restored=check.restored if check is not None else turn.model == main.alias,
+        seconds=round(seconds, 1),
+        answer=answer.strip(),
+    )
+
+
+def run_canaries(lanes: tuple[str, ...], home: Path) -> tuple[list[Row], str]:
+    """The canaries of `lanes`, each on its own fresh servers; the rows and `aforo stats` of the runs."""
+    rm = real_model()
+    rows: list[Row] = []
+    with Telemetry(home / "telemetry.db") as telemetry:
+        for lane in lanes:
+            if lane == "standard":
+                with llama_server(rm, window=WINDOW, alias=MAIN_ALIAS, threads=2) as main:
+                    rows.append(run_lane(lane, main, None, home, telemetry))
+            else:
+                with (
+                    llama_server(rm, window=WINDOW, alias=MAIN_ALIAS, threads=1) as main,
+                    llama_server(rm, window=FAST_WINDOW, alias=FAST_ALIAS, threads=1) as fast,
+                ):
+                    rows.append(run_lane(lane, main, fast, home, telemetry))
+        stats = format_summary(telemetry.summary())
+    return rows, stats
+
+
+def machine() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
+
+
+def table(rows: list[Row]) -> str:
+    head = (
+        "| lane | original | compacted | input tokens (server) | finish | marker in answer "
+        "| summary by | model before → after |"
+    )
+    lines = [head, "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        after = f"{r.model_after} ({'restored' if r.restored else 'NOT restored'})"
+        lines.append(
+            f"| {r.lane} | {r.original_bytes:,} B | {r.compacted_bytes:,} B | {r.input_tokens:,} "
+            f"| {r.finish} | {'yes' if r.marker_in_answer else 'NO'} | {r.summary_by} "
+            f"| {r.model_before} → {after} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--lane", choices=("standard", "fast"), action="append", help="default: both")
+    parser.add_argument("--json", type=Path, help="also write the rows here as JSON")
+    args = parser.parse_args(argv)
+    lanes = tuple(args.lane or ("standard", "fast"))
+    with tempfile.TemporaryDirectory(prefix="aforo-canary-") as tmp:
+        rows, stats = run_canaries(lanes, Path(tmp))
+    print(f"canaries on the real model — {datetime.now(UTC):%Y-%m-%d}, {machine()}")
+    print(table(rows))
+    for r in rows:
+        print(
+            f"\n{r.lane}: {r.seconds} s; summary request {r.summary_prompt_tokens} tokens; aforo counted "
+            f"{r.counted_tokens} for the next request; answer: {r.answer[:200]!r}"
+        )
+    print(f"\n{stats}")
+    if args.json:
+        args.json.write_text(json.dumps([asdict(r) for r in rows], indent=2) + "\n")
+    return 0 if rows and all(r.passed for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
