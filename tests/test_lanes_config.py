@@ -103,6 +103,18 @@ def test_a_workspace_file_may_add_a_lane_but_not_choose_its_server(tmp_path: Pat
     assert "lanes.fast.base_url" in str(info.value) and "not trusted" in str(info.value)
 
 
+@pytest.mark.parametrize("key", ["lane", "compact_lane"])
+def test_a_workspace_file_may_not_pick_a_lane_on_another_server(tmp_path: Path, key: str) -> None:
+    user_file(LANES)
+    (tmp_path / ".aforo.toml").write_text(f'{key} = "fast"\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(flags(tmp_path), env={})
+    assert f"{key} = 'fast'" in str(info.value) and "not trusted" in str(info.value)
+    # The user picking it is the user's choice.
+    (tmp_path / ".aforo.toml").unlink()
+    assert getattr(load_config(flags(tmp_path, **{key: "fast"}), env={}), key) == "fast"
+
+
 def test_compact_model_alone_is_a_lane_on_the_conversations_server(tmp_path: Path) -> None:
     user_file(LANES)
     cfg = load_config(flags(tmp_path, compact_model="qwen-0.5b"), env={})

@@ -154,7 +154,7 @@ def load_config(flags: dict[str, Any], env: dict[str, str] | None = None) -> Con
     project_file = cfg.workspace / PROJECT_FILE
     if project_file.is_file():
         project = _read_toml(project_file)
-        refuse_routes(project, str(project_file))
+        refuse_routes(project, str(project_file), cfg.lanes)
         cfg = _apply(cfg, project, str(project_file))
     env_values = _env_values(env)
     cfg = _apply(cfg, env_values, "environment")

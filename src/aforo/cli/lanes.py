@@ -77,22 +77,27 @@ def parse_lanes(value: Any, where: str) -> dict[str, LaneConfig]:
     return lanes
 
 
-def routing_keys(values: Mapping[str, Any]) -> list[str]:
-    """The lane keys of a file's values that decide where requests go (a trust question, SPEC §8)."""
-    lanes = values.get("lanes")
-    if not isinstance(lanes, dict):
-        return []
-    return [f"lanes.{n}.base_url" for n, t in lanes.items() if isinstance(t, dict) and "base_url" in t]
+def routing_keys(values: Mapping[str, Any], lanes: Mapping[str, LaneConfig]) -> list[str]:
+    """The lane keys of a file's values that decide where requests go (a trust question, SPEC §8): a
+    lane's base_url, and `lane` or `compact_lane` naming a lane (of `lanes`, defined before) that has one."""
+    tables = values.get("lanes")
+    tables = tables if isinstance(tables, dict) else {}
+    keys = [f"lanes.{n}.base_url" for n, t in tables.items() if isinstance(t, dict) and "base_url" in t]
+    for key in ("lane", "compact_lane"):
+        name = values.get(key)
+        if isinstance(name, str) and name not in tables and name in lanes and lanes[name].base_url:
+            keys.append(f"{key} = {name!r} (a lane with its own base_url)")
+    return keys
 
 
-def refuse_routes(values: Mapping[str, Any], where: str) -> None:
-    """A workspace's file does not choose servers: a lane's base_url there is an error, not obeyed."""
-    keys = routing_keys(values)
+def refuse_routes(values: Mapping[str, Any], where: str, lanes: Mapping[str, LaneConfig]) -> None:
+    """A workspace's file does not choose servers: a lane's server chosen there is an error, not obeyed."""
+    keys = routing_keys(values, lanes)
     if keys:
         raise ConfigError(
             f"{where}: {', '.join(keys)} would choose the server requests go to, and a workspace's file "
-            "is not trusted to: define that lane in your user config file, or leave out its base_url "
-            "(the lane then uses the conversation's server)"
+            "is not trusted to: define and choose that lane in your user config file or with --lane / "
+            "--compact-lane, or leave out its base_url (the lane then uses the conversation's server)"
         )
 
 
