@@ -22,7 +22,7 @@ from aforo.context.compaction import compact
 from aforo.context.conversation import Conversation
 from aforo.context.counting import Meter
 from aforo.context.dropped import Dropped, dropped
-from aforo.context.lanes import DEFAULT_LANE, Lane, check_model
+from aforo.context.lanes import DEFAULT_LANE, Lane, Served
 from aforo.context.ledger import checkpoint_facts
 from aforo.context.plan import Admitted, Applied, Outcome, Plan, Room, Summarizer
 from aforo.context.policy import Policy
@@ -64,11 +64,7 @@ class Governor:
         self.model, self.server = model, server
         # The conversation's lane, and the one summary requests go to instead (None: this one).
         self.lane, self.compaction = lane, compaction
-        # What the conversation's server last said served an answer ("" until one says), and the first
-        # model it named: the one the conversation runs on, which every model check expects.
-        self.served = self._runs_on = ""
-        # The lane the last summary went to, until the next answer here shows the model is back.
-        self._away: str | None = None
+        self.served = Served(lane, model)
         self._budget = budget
         self.meter = Meter(counter, emit)
         self.watch = Watch(self.meter, emit, window_known=window_known)
@@ -170,7 +166,17 @@ class Governor:
     def observe(self, admitted: Admitted, end: MessageEnd, provider: Provider) -> Observation:
         exact = admitted.count.tokens if admitted.count.exact else None
         seen = self.watch.observe(admitted.request, end, provider, exact, self._budget.window)
-        self._served_by(end.model)
+        verdict = self.served.answer(end.model)
+        if verdict is not None:
+            self.emit(verdict.check)
+            if verdict.warning is not None:
+                self.emit(Warning(verdict.warning))
+            served = end.model or None
+            self.journal.record(
+                TelemetryRecord(
+                    verdict.event, self._where(), cause=verdict.cause, lane=self.lane, model_served=served
+                )
+            )
         if seen.truncated:
             sample = seen.sample
             self.journal.record(
@@ -218,26 +224,6 @@ class Governor:
         self._undone = chosen.checkpoint
         return chosen, applied.checkpoint if applied else None
 
-    def _served_by(self, served: str) -> None:
-        """Note the model an answer on this lane says served it; after a summary elsewhere, check it."""
-        away, self._away = self._away, None
-        if away is not None:
-            verdict = check_model(self.lane, self._runs_on or self.model, served, away)
-            self.emit(verdict.check)
-            if verdict.warning is not None:
-                self.emit(Warning(verdict.warning))
-            self.journal.record(
-                TelemetryRecord(
-                    verdict.event,
-                    self._where(),
-                    cause=verdict.cause,
-                    lane=self.lane,
-                    model_served=served or None,
-                )
-            )
-        if served:
-            self.served, self._runs_on = served, self._runs_on or served
-
     # --- the one pipeline ------------------------------------------------------------------------
 
     def _apply(
@@ -266,7 +252,7 @@ class Governor:
         result = request.with_messages(outcome.messages)
         named = outcome.source or checkpoint
         # Who did the work: the lane that wrote a summary, else the conversation's own.
-        lane, served = (outcome.lane, outcome.served) if outcome.lane else (self.lane, self.served)
+        lane, served = (outcome.lane, outcome.served) if outcome.lane else (self.lane, self.served.last)
         after = outcome.after.tokens
         self.emit(ContextAction(names.action, before.tokens, after, outcome.count, named, lane, served))
         row = self._row(names.event, before, outcome.after, started, outcome.cause)
@@ -282,8 +268,7 @@ class Governor:
             )
         )
         self.conversation.replace(outcome.messages)
-        if lane != self.lane:
-            self._away = lane
+        self.served.summary_on(lane)
         return Applied(result, outcome.after, checkpoint)
 
     def _checkpoint(self, kind: Kind, request: Request, before: Count) -> str | None:
@@ -294,7 +279,7 @@ class Governor:
         facts = replace(
             checkpoint_facts(reason, request.messages, before.tokens, self._where()),
             lane=self.lane,
-            model_served=self.served,
+            model_served=self.served.last,
         )
         try:
             checkpoint = self.journal.checkpoint(request.messages, facts)
@@ -351,5 +336,5 @@ class Governor:
             duration_ms=round((time.monotonic() - started) * 1000, 3),
             cause=cause,
             lane=self.lane,
-            model_served=self.served or None,
+            model_served=self.served.last or None,
         )

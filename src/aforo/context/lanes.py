@@ -59,6 +59,29 @@ class Verdict:
     cause: str | None = None
 
 
+class Served:
+    """What the conversation's server says it serves: the model of its last answer, the first model it
+    named (the one the conversation runs on), and whether a summary went elsewhere since."""
+
+    def __init__(self, lane: str, configured: str) -> None:
+        self.lane, self.configured = lane, configured
+        self.last = ""  # "" until an answer says
+        self._runs_on = ""
+        self._away: str | None = None  # the lane the last summary went to, until the next answer here
+
+    def summary_on(self, lane: str) -> None:
+        if lane != self.lane:
+            self._away = lane
+
+    def answer(self, served: str) -> Verdict | None:
+        """Note the model an answer here says served it; after a summary elsewhere, the check."""
+        away, self._away = self._away, None
+        verdict = check_model(self.lane, self._runs_on or self.configured, served, away) if away else None
+        if served:
+            self.last, self._runs_on = served, self._runs_on or served
+        return verdict
+
+
 def check_model(lane: str, expected: str, served: str, away: str) -> Verdict:
     """Is the answer's model (`served`) the one the conversation runs on, after a summary on `away`?"""
     check = ModelCheck(lane, expected, served, restored=bool(served) and served == expected)
