@@ -50,6 +50,8 @@ from aforo.cli.config import Config  # noqa: E402
 from aforo.cli.lanes import LaneConfig  # noqa: E402
 from aforo.cli.wiring import build_runtime  # noqa: E402
 from aforo.context.policy import Policy  # noqa: E402
+from aforo.context.tokens import conversation_bytes  # noqa: E402
+from aforo.errors import TransformError  # noqa: E402
 from aforo.events import ContextAction, Event, ModelCheck, RunEnd, TextDelta, TurnEnd  # noqa: E402
 from aforo.store.checkpoints import CheckpointStore  # noqa: E402
 from aforo.store.journal import StoreJournal  # noqa: E402
@@ -162,9 +164,15 @@ def run_lane(lane: str, main: Server, side: Server | None, home: Path, telemetry
     journal = StoreJournal(lambda: session, CheckpointStore(home / "checkpoints"), telemetry, events.append)
     runtime = build_runtime(cfg, events.append, journal)
     governor = runtime.agent.governor
-    governor.conversation.replace(build_conversation())
+    conversation = build_conversation()
+    governor.conversation.replace(conversation)
     started = time.monotonic()
-    governor.compact_now(runtime.agent.request(), runtime.provider)
+    try:
+        governor.compact_now(runtime.agent.request(), runtime.provider)
+    except TransformError as exc:
+        # The governor refused the summary (the conversation is kept): the canary fails, saying why.
+        size = conversation_bytes(conversation)
+        return Row(lane, size, size, 0, 0, 0, "no summary", False, "", "", "", False, 0.0, str(exc))
     result = runtime.agent.run(QUESTION)
     seconds = time.monotonic() - started
     compactions = [r for r in telemetry.rows(session) if r["event"] == "compaction"]
@@ -196,9 +204,11 @@ def run_lane(lane: str, main: Server, side: Server | None, home: Path, telemetry
     )
 
 
-def run_canaries(lanes: tuple[str, ...], home: Path) -> tuple[list[Row], str]:
+def run_canaries(
+    lanes: tuple[str, ...], home: Path, rm: ModuleType | None = None, fast_window: int = FAST_WINDOW
+) -> tuple[list[Row], str]:
     """The canaries of `lanes`, each on its own fresh servers; the rows and `aforo stats` of the runs."""
-    rm = real_model()
+    rm = rm or real_model()
     rows: list[Row] = []
     with Telemetry(home / "telemetry.db") as telemetry:
         for lane in lanes:
@@ -208,7 +218,7 @@ def run_canaries(lanes: tuple[str, ...], home: Path) -> tuple[list[Row], str]:
             else:
                 with (
                     llama_server(rm, window=WINDOW, alias=MAIN_ALIAS, threads=1) as main,
-                    llama_server(rm, window=FAST_WINDOW, alias=FAST_ALIAS, threads=1) as fast,
+                    llama_server(rm, window=fast_window, alias=FAST_ALIAS, threads=1) as fast,
                 ):
                     rows.append(run_lane(lane, main, fast, home, telemetry))
         stats = format_summary(telemetry.summary())
@@ -247,10 +257,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--lane", choices=("standard", "fast"), action="append", help="default: both")
     parser.add_argument("--json", type=Path, help="also write the rows here as JSON")
+    parser.add_argument("--fast-window", type=int, default=FAST_WINDOW, help="the fast lane's window")
     args = parser.parse_args(argv)
     lanes = tuple(args.lane or ("standard", "fast"))
-    with tempfile.TemporaryDirectory(prefix="aforo-canary-") as tmp:
-        rows, stats = run_canaries(lanes, Path(tmp))
+    rm = real_model()
+    try:
+        with tempfile.TemporaryDirectory(prefix="aforo-canary-") as tmp:
+            rows, stats = run_canaries(lanes, Path(tmp), rm, args.fast_window)
+    except rm.Unavailable as exc:
+        print(f"canary: THE REAL MODEL IS UNAVAILABLE ON THIS PLATFORM: {exc}", file=sys.stderr)
+        return rm.EXIT_UNAVAILABLE
     print(f"canaries on the real model — {datetime.now(UTC):%Y-%m-%d}, {machine()}")
     print(table(rows))
     for r in rows:

@@ -202,7 +202,12 @@ def test_todays_telemetry_database_gains_summary_tokens_and_keeps_its_rows(tmp_p
         ("new", 900, 612),
     ]
     applied = {r[0] for r in sqlite3.connect(path).execute("SELECT name FROM _migrations")}
-    assert applied == {"m001_events", "m002_server_window_tokens", "m003_summary_tokens"}
+    assert applied == {
+        "m001_events",
+        "m002_server_window_tokens",
+        "m003_summary_tokens",
+        "m004_lane_model_served",
+    }
 
 
 def test_a_database_migrated_by_a_newer_aforo_says_upgrade_and_is_left_alone(tmp_path: Path) -> None:
