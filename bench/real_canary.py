@@ -5,11 +5,12 @@ conversation (a marker in the first user message, dozens of tool exchanges of co
 llama-server + Qwen2.5-Coder 0.5B serving an 8192-token window, once per lane:
 
 - standard: the conversation's own server writes the summary;
-- fast: a second llama-server on another port writes it (a 4096-token window, its own alias).
+- fast: a second llama-server on another port writes it (a 6144-token window, its own alias).
 
-The conversation is far over the window. The governor compacts it through its transaction (checkpoint,
-the summary request sized for the window of the lane that writes it, recount), as `/compact` does; then
-the user asks for the task code of their first message, on the conversation's server. Each canary prints
+The conversation (a finished session, ending with the assistant's answer) is far over the window. The
+governor compacts it through its transaction (checkpoint, the summary request sized for the window of the
+lane that writes it, recount), as `/compact` does; then the user asks for the task code of their first
+message, on the conversation's server. Each canary prints
 one row: original bytes, compacted bytes, input tokens of that next request (exact, from the server), the
 finish reason of the answer, whether the marker is in it, and the model served before and after (the
 model the conversation's server names as loaded, and the one its answer says served it). A canary passes
@@ -53,15 +54,23 @@ from aforo.context.policy import Policy  # noqa: E402
 from aforo.context.tokens import conversation_bytes  # noqa: E402
 from aforo.errors import TransformError  # noqa: E402
 from aforo.events import ContextAction, Event, ModelCheck, RunEnd, TextDelta, TurnEnd  # noqa: E402
+from aforo.messages import Message  # noqa: E402
 from aforo.store.checkpoints import CheckpointStore  # noqa: E402
 from aforo.store.journal import StoreJournal  # noqa: E402
 from aforo.store.telemetry import Telemetry, format_summary  # noqa: E402
 from canary import MARKER, build_conversation  # noqa: E402  (the fast canary's conversation)
 
 WINDOW = 8192
-FAST_WINDOW = 4096
+# Smaller than the conversation's. At 4096 the summary request shrinks to a list of calls with their output
+# omitted, which the 0.5B model repeats until its output limit; the governor then refuses that summary
+# and keeps the conversation (measured 2026-12-01), so the canary could not pass there.
+FAST_WINDOW = 6144
 MAIN_ALIAS = "qwen2.5-coder-0.5b-instruct"
 FAST_ALIAS = "qwen2.5-coder-0.5b-instruct-fast"
+CLOSING = (
+    "I read the handlers, the TTL data and the logs: every handler passes its own default to cache.get, "
+    "and the logs show a miss for every key. Next I would compare the TTLs with the handlers' defaults."
+)
 QUESTION = (
     "What is the task code at the very start of my first message? Reply with the code and one short sentence."
 )
@@ -164,7 +173,9 @@ def run_lane(lane: str, main: Server, side: Server | None, home: Path, telemetry
     journal = StoreJournal(lambda: session, CheckpointStore(home / "checkpoints"), telemetry, events.append)
     runtime = build_runtime(cfg, events.append, journal)
     governor = runtime.agent.governor
-    conversation = build_conversation()
+    # A finished session: the long conversation ends with the assistant's answer, so the question after
+    # the compaction is the next prompt, after the summary and its acknowledgement.
+    conversation = [*build_conversation(), Message.assistant(CLOSING)]
     governor.conversation.replace(conversation)
     started = time.monotonic()
     try:
