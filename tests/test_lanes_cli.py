@@ -4,6 +4,7 @@ it and leaves the saved conversation untouched."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -16,8 +17,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from aforo.cli.config import load_config, user_config_path
+from aforo.cli.render import HumanRenderer
 from aforo.cli.wiring import build_runtime
 from aforo.context.memory_journal import MemoryJournal
+from aforo.events import Info
 from aforo.messages import Message
 from aforo.messages import Request as ChatRequest
 from aforo.providers.ollama import OllamaProvider
@@ -190,6 +193,10 @@ def test_compact_model_on_ollama_asks_the_same_server_for_the_small_model(tmp_pa
     assert (action.action, action.lane, action.model) == ("compacted", "compact", small)
     assert MARKER in governor.conversation.messages[0].text
     assert [(r.lane, r.model_served) for r in journal.events("compaction")] == [("compact", small)]
+    # The start-up lines say where summaries go.
+    out = io.StringIO()
+    HumanRenderer(out=out)(next(e for e in rec.events if isinstance(e, Info)))
+    assert f"summaries: lane compact, {small} (ollama), window 2048" in out.getvalue()
 
 
 # --- a wrong lane: an error naming it, before anything is touched ---------------------------------
