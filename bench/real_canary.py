@@ -5,7 +5,7 @@ conversation (a marker in the first user message, dozens of tool exchanges of co
 llama-server + Qwen2.5-Coder 0.5B serving an 8192-token window, once per lane:
 
 - standard: the conversation's own server writes the summary;
-- fast: a second llama-server on another port writes it (a 6144-token window, its own alias).
+- fast: a second llama-server on another port writes it (a 4096-token window, its own alias).
 
 The conversation (a finished session, ending with the assistant's answer) is far over the window. The
 governor compacts it through its transaction (checkpoint, the summary request sized for the window of the
@@ -61,10 +61,8 @@ from aforo.store.telemetry import Telemetry, format_summary  # noqa: E402
 from canary import MARKER, build_conversation  # noqa: E402  (the fast canary's conversation)
 
 WINDOW = 8192
-# Smaller than the conversation's. At 4096 the summary request shrinks to a list of calls with their output
-# omitted, which the 0.5B model repeats until its output limit; the governor then refuses that summary
-# and keeps the conversation (measured 2026-12-01), so the canary could not pass there.
-FAST_WINDOW = 6144
+# Half the conversation's: the summary request is sized for it, so it gives up more of the tool output.
+FAST_WINDOW = 4096
 MAIN_ALIAS = "qwen2.5-coder-0.5b-instruct"
 FAST_ALIAS = "qwen2.5-coder-0.5b-instruct-fast"
 CLOSING = (
