@@ -9,16 +9,17 @@ llama-server + Qwen2.5-Coder 0.5B serving an 8192-token window, once per lane:
 
 The conversation (a finished session, ending with the assistant's answer) is far over the window. The
 governor compacts it through its transaction (checkpoint, the summary request sized for the window of the
-lane that writes it, recount), as `/compact` does; then the user asks for the task code of their first
-message, on the conversation's server. Each canary prints
-one row: original bytes, compacted bytes, input tokens of that next request (exact, from the server), the
-finish reason of the answer, whether the marker is in it, and the model served before and after (the
-model the conversation's server names as loaded, and the one its answer says served it). A canary passes
-when the answer finishes with `stop`, holds the marker and comes from the conversation's model.
+lane that writes it, recount), as `/compact` does; then the user asks, on the conversation's server, for
+the task code their first message started with. Each canary prints one row: original bytes, compacted
+bytes, input tokens of that next request (exact, from the server), the finish reason of the answer,
+whether the marker is in it, and the model served before and after (the model the conversation's server
+names as loaded, and the one its answer says served it). A canary passes when the answer finishes with
+`stop`, holds the marker and comes from the conversation's model.
 
-(Compacting at the admission of the question itself works the same way, but leaves the question inside
-the compacted message, where a 0.5B model echoes the whole message instead of answering: measured, it
-ran to the output limit.)
+Measured with the 0.5B model, and why the canary is shaped so: compacting at the admission of the question
+itself leaves the question inside the compacted message, which the model echoed to its output limit;
+asked "what is the task code at the very start of my first message?" after the compaction it wrote code
+instead; asked for the code by its shape it answers the code.
 
 Servers come from scripts/real-model (the hash-pinned engine and model in its cache); with two servers
 each runs on one thread (two 2-thread servers on 2 cores slow both about tenfold). Run it under
@@ -69,8 +70,10 @@ CLOSING = (
     "I read the handlers, the TTL data and the logs: every handler passes its own default to cache.get, "
     "and the logs show a miss for every key. Next I would compare the TTLs with the handlers' defaults."
 )
+# Its shape, never the code: the code itself can only come from the first message, through the compaction.
 QUESTION = (
-    "What is the task code at the very start of my first message? Reply with the code and one short sentence."
+    "My first message started with a task code (capital letters, a dash and digits). "
+    "Reply with that code only."
 )
 # The finish reason the server sent, from how the run ended (max_turns is 1: a tool call ends it there).
 FINISH = {"end_turn": "stop", "max_tokens": "length", "max_turns": "tool_calls", "refusal": "content_filter"}
