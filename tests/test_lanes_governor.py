@@ -234,3 +234,13 @@ def test_a_lane_too_small_for_the_summary_request_is_an_error_naming_it(tmp_path
     else:
         raise AssertionError("the summary request cannot fit 600 tokens")
     assert agent.messages == before and not journal.checkpoints and not side.requests
+
+
+def test_the_summary_is_sampled_like_the_conversation(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 12, 2400)
+    main = FakeProvider(reader_model(files, batch=False), model="main-model")
+    side = FakeProvider(lambda r: SUMMARY, model="fast-model")
+    agent, _, _, _ = lanes_agent(tmp_path, main, side)
+    agent.temperature = 0.0
+    agent.run(PROMPT)
+    assert side.requests and {r.temperature for r in side.requests} == {0.0}

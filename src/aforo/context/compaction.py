@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from aforo.context.ledger import (
@@ -254,6 +254,8 @@ def compact(room: Room) -> Plan | None:
         instructions=room.instructions,
         lane=lane.lane,
     )
+    # Sampled like the conversation: a user who asked for --temperature 0 gets repeatable summaries too.
+    summary_req = replace(summary_req, temperature=room.request.temperature)
     return partial(_summarize, room, summary_req, summary_tokens)
 
 
