@@ -46,3 +46,4 @@ JSON_DEPTH = limit("json_depth", 64, "levels", "nesting of JSON from servers, te
 TOOL_SECONDS = limit("tool_seconds", 30, "seconds", "wall time of one tool call")
 READ_BYTES = limit("read_bytes", 256 * MiB, "bytes", "file bytes one Read call scans")
 AGENTS_MD_BYTES = limit("agents_md_bytes", 16_000, "bytes", "AGENTS.md bytes put in the system prompt")
+CONFIG_BYTES = limit("config_bytes", 1 * MiB, "bytes", "size of a config file (config.toml, .aforo.toml)")
