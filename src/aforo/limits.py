@@ -52,3 +52,4 @@ TEXT_CALL_LITERAL_CHARS = limit(
     "characters",
     "a tool call an answer writes as a Python literal (single quotes); a longer one stays text",
 )
+CONFIG_BYTES = limit("config_bytes", 1 * MiB, "bytes", "size of a config file (config.toml, .aforo.toml)")
