@@ -8,7 +8,6 @@ Ctrl-D (or /quit) leaves.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
@@ -16,7 +15,9 @@ from prompt_toolkit.history import FileHistory, InMemoryHistory
 from rich.console import Console
 
 from aforo.cli.commands import Commands
+from aforo.cli.history import RedactedHistory
 from aforo.cli.render import ctx_line
+from aforo.cli.sanitize import safe_console
 from aforo.cli.session_keeper import INTERRUPTED_RESULT, SessionKeeper
 from aforo.errors import StoreError
 from aforo.protocols import Provider
@@ -76,9 +77,9 @@ class Repl:
 
 
 def _history() -> FileHistory | InMemoryHistory:
-    """The persisted line history; in memory when the state directory cannot be written."""
+    """The persisted line history, 0600 and redacted; in memory when the state directory cannot be written."""
     try:
-        return FileHistory(str(history_path()))
+        return RedactedHistory(history_path())
     except StoreError:
         return InMemoryHistory()
 
@@ -89,7 +90,8 @@ def start_repl(
     """Open the interactive session on the keeper's conversation; returns the exit status."""
     from aforo.cli.subcommands import sessions_main
 
-    console = Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False, soft_wrap=True)
+    # Every line the REPL prints may carry text from the model, a tool or a server: sanitized.
+    console = safe_console()
     commands = Commands(
         keeper=keeper,
         provider=provider,
