@@ -1,4 +1,4 @@
-"""`aforo probe`, `aforo stats`, `aforo sessions`: each parses its own flags and delegates."""
+"""`aforo probe`, `aforo stats`, `aforo sessions`, `aforo engine`: each parses its own flags and delegates."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import os
 import sys
 
 from aforo.cli.config import DEFAULT_BASE_URL, SERVER_KINDS
+from aforo.engine.cli import engine_main
 from aforo.errors import StoreError
 from aforo.servers.probe import run_probe_command
 from aforo.store.paths import sessions_dir
@@ -73,4 +74,9 @@ def sessions_main(argv: list[str]) -> int:
     return 0
 
 
-SUBCOMMANDS = {"probe": probe_main, "stats": stats_main, "sessions": sessions_main}
+SUBCOMMANDS = {
+    "probe": probe_main,
+    "stats": stats_main,
+    "sessions": sessions_main,
+    "engine": engine_main,
+}

@@ -18,7 +18,10 @@ import tenacity
 from aforo.errors import ConnectError, HTTPStatusError, ProtocolError, ProviderError, ProviderTimeout
 from aforo.providers.overflow_dialects import map_overflow
 
-START_A_SERVER = "start one (ollama serve / llama-server -m MODEL …) or pass --base-url"
+START_A_SERVER = (
+    "start one (ollama serve / llama-server -m MODEL …), pass --base-url, "
+    "or run `aforo --local` to use aforo's own engine (built on first use)"
+)
 
 
 @dataclass(frozen=True)
