@@ -54,6 +54,7 @@ class Config:
     workspace: Path = field(default_factory=Path.cwd)
     base_url: str = DEFAULT_BASE_URL
     base_url_source: str = "default"
+    engine: str | None = None  # "local": aforo's own engine (aforo.engine) instead of base_url
     model: str | None = None
     api_key: str | None = field(default=None, repr=False)
     server: str | None = None
@@ -73,7 +74,7 @@ class Config:
 
 
 _INT_KEYS = {"context_window", "max_tokens", "max_turns"}
-_STR_KEYS = {"base_url", "model", "server", "tokenizer", "api_key"}
+_STR_KEYS = {"base_url", "model", "server", "tokenizer", "api_key", "engine"}
 _FLOAT_KEYS = {"checkpoint_session_quota_mb", "checkpoint_total_quota_mb", "temperature"}
 _POLICY_KEYS = {f.name for f in fields(Policy)}
 
@@ -96,6 +97,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {key} must be a non-empty string, got {shown}")
     if key == "server" and value not in SERVER_KINDS:
         raise ConfigError(f"{where}: server must be one of {', '.join(SERVER_KINDS)}, got {value!r}")
+    if key == "engine" and value != "local":
+        raise ConfigError(f'{where}: engine must be "local" (or absent), got {value!r}')
     return value
 
 
@@ -117,6 +120,13 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
             known = ", ".join(sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | {"policy"}))
             raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
         changes[key] = _check(key, value, where)
+    if "engine" in changes and "base_url" in changes:
+        raise ConfigError(
+            f'{where}: engine = "local" (--local) and base_url (--base-url) both say where the model is; '
+            "keep one"
+        )
+    if "base_url" in changes:
+        changes["engine"] = None  # a server named by a later layer wins over an earlier `engine = "local"`
     if "tokenizer" in changes:
         changes["tokenizer"] = Path(changes["tokenizer"]).expanduser()
     if "context_window" in changes:

@@ -44,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aforo",
         description="A local, read-only coding assistant that always knows how much of the window it uses.",
-        epilog="Subcommands: aforo probe | aforo stats | aforo sessions | aforo trust (each takes --help).",
+        epilog="Subcommands: aforo probe | stats | sessions | trust | engine (each takes --help).",
     )
     parser.add_argument("prompt", nargs="*", help="the question; without one, an interactive session starts")
     parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="directory to read (default: cwd)")
@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="OpenAI-compatible base URL (default Ollama's; env AFORO_BASE_URL)",
     )
     parser.add_argument("--model", "-m", default=NOT_GIVEN, help="model name (env AFORO_MODEL)")
+    parser.add_argument(
+        "--local", action="store_true", help="answer with aforo's own engine (installed on first use)"
+    )
+    parser.add_argument("--yes", "-y", action="store_true", help="with --local: install without asking")
     parser.add_argument(
         "--context-window", type=int, default=NOT_GIVEN, help="the server's real window in tokens"
     )
@@ -98,6 +102,7 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     flags = {k: getattr(args, k) for k in keys}
     flags["json"] = args.json
     flags["trust_workspace"] = args.trust_workspace
+    flags["engine"] = "local" if args.local else NOT_GIVEN
     return flags
 
 
@@ -123,6 +128,15 @@ def run_once(argv: list[str]) -> int:
     if interactive and cfg.json:
         print("aforo: --json needs a prompt (the interactive session renders for people)", file=sys.stderr)
         return EXIT_USAGE
+    if cfg.engine == "local":
+        from aforo.engine.local import attach_local_engine
+
+        try:
+            engine = attach_local_engine(cfg.context_window, assume_yes=args.yes)
+        except AforoError as exc:
+            print(f"aforo: {exc}", file=sys.stderr)
+            return EXIT_CODES["error"]
+        cfg = replace(cfg, base_url=engine.url, model=engine.model)
     try:
         store = SessionStore(sessions_dir())
         record, notes = _open_record(store, resume, cfg.workspace)
