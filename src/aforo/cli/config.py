@@ -6,6 +6,7 @@ falls back to a default. `NOT_GIVEN` marks a flag the user did not pass (None is
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -16,6 +17,7 @@ import platformdirs
 
 from aforo.context.policy import Policy
 from aforo.errors import ConfigError
+from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.server_kinds import SERVER_KINDS
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
@@ -46,12 +48,20 @@ class Config:
     policy: Policy = field(default_factory=Policy)
     checkpoint_session_quota_mb: float = 20.0
     checkpoint_total_quota_mb: float = 200.0
+    read_timeout: float = READ_TIMEOUT.value
+    answer_timeout: float = ANSWER_TIMEOUT.value
     json: bool = False
 
 
 _INT_KEYS = {"context_window", "max_tokens", "max_turns"}
 _STR_KEYS = {"base_url", "model", "server", "tokenizer"}
-_FLOAT_KEYS = {"checkpoint_session_quota_mb", "checkpoint_total_quota_mb", "temperature"}
+_FLOAT_KEYS = {
+    "checkpoint_session_quota_mb",
+    "checkpoint_total_quota_mb",
+    "temperature",
+    "read_timeout",
+    "answer_timeout",
+}
 _POLICY_KEYS = {f.name for f in fields(Policy)}
 
 
@@ -68,6 +78,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         floor_ok = key == "temperature" and value == 0
         if isinstance(value, bool) or not isinstance(value, int | float) or (value <= 0 and not floor_ok):
             raise ConfigError(f"{where}: {key} must be a positive number, got {value!r}")
+        if not math.isfinite(value):  # nan passes every comparison above; inf is no timeout or quota
+            raise ConfigError(f"{where}: {key} must be a finite number, got {value!r}")
     elif key in _STR_KEYS and (not isinstance(value, str) or not value.strip()):
         raise ConfigError(f"{where}: {key} must be a non-empty string, got {value!r}")
     if key == "server" and value not in SERVER_KINDS:
@@ -111,6 +123,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(fh)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc}); fix or remove the file") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path}: not valid TOML (byte {exc.start} is not UTF-8, as TOML must be); fix or remove the file"
+        ) from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from exc
 
