@@ -7,6 +7,7 @@ disk in `session_keeper`, the interactive session in `repl`. Every run is a save
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import sys
@@ -20,6 +21,7 @@ from aforo.cli.render import HumanRenderer, JsonRenderer
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
 from aforo.errors import AforoError, ConfigError, StoreError
 from aforo.events import EventSink, Info, RunEnd, RunResult, Warning
+from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.store.checkpoints import CheckpointStore, MiB
 from aforo.store.journal import StoreJournal
 from aforo.store.paths import checkpoints_dir, sessions_dir
@@ -61,6 +63,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: the server's)"
     )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long the server may stay silent while it answers ({READ_TIMEOUT.value:g})",
+    )
+    parser.add_argument(
+        "--answer-timeout",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long one answer may take in all ({ANSWER_TIMEOUT.value:g})",
+    )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
     parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
@@ -88,6 +104,8 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "temperature",
         "server",
         "tokenizer",
+        "read_timeout",
+        "answer_timeout",
     )
     flags = {k: getattr(args, k) for k in keys}
     flags["json"] = args.json
@@ -198,8 +216,17 @@ def _open_telemetry(emit: EventSink) -> Telemetry | None:
         return None
 
 
+def _escape_undecodable_output() -> None:
+    """A byte that is not UTF-8 in a file name, a path or a prompt is held as a lone surrogate, which a
+    strict UTF-8 terminal cannot take: it is printed as its escape (`\\udcfe`), never a traceback."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _escape_undecodable_output()
     from aforo.cli.subcommands import SUBCOMMANDS
 
     try:
