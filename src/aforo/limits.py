@@ -55,7 +55,7 @@ TEXT_CALL_LITERAL_CHARS = limit(
 
 # --- what servers send (providers/, wire/) ---------------------------------------------------------
 STREAM_LINE_BYTES = limit(
-    "stream_line_bytes", 8 * MiB, "bytes", "one line of a streamed answer (an SSE `data:` or NDJSON line)"
+    "stream_line_bytes", 4 * MiB, "bytes", "one line of a streamed answer (an SSE `data:` or NDJSON line)"
 )
 # An answer may take this many bytes on the wire per token it may generate: a streamed token costs
 # 200-400 bytes of JSON around it (ids, model name, usage), so this is several times what any server

@@ -216,9 +216,11 @@ def _open_telemetry(emit: EventSink) -> Telemetry | None:
         return None
 
 
-def _escape_undecodable_output() -> None:
-    """A byte that is not UTF-8 in a file name, a path or a prompt is held as a lone surrogate, which a
-    strict UTF-8 terminal cannot take: it is printed as its escape (`\\udcfe`), never a traceback."""
+def _lossless_stdio() -> None:
+    """A byte that is not UTF-8 in a prompt, a file name or a path is held as a lone surrogate, as in
+    argv: read from stdin the same way, and printed as its escape (`\\udcfe`), never a traceback."""
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="surrogateescape")
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
@@ -226,7 +228,7 @@ def _escape_undecodable_output() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    _escape_undecodable_output()
+    _lossless_stdio()
     from aforo.cli.subcommands import SUBCOMMANDS
 
     try:

@@ -76,30 +76,39 @@ class AnswerBudget:
 def lines(chunks: Iterable[bytes], url: str, limit: Limit = STREAM_LINE_BYTES) -> Iterator[str]:
     """The lines of a byte stream (`\\n` or `\\r\\n`), decoded as UTF-8, each at most `limit` bytes.
 
-    A last line without a newline is yielded too: a caller that needs the newline (SSE) knows it."""
+    A run of blank lines comes out as one: it means no more than one, in SSE (an event ends) as in
+    NDJSON (nothing), and a stream of newlines then costs no more than its bytes. A last line without
+    a newline is yielded too: a caller that needs the newline (SSE) knows it."""
     most = int(limit.value)
-    pending = bytearray()
+    pending = bytearray()  # the start of a line whose newline has not come yet
+    blank = False
     for chunk in chunks:
-        start = 0
-        while (end := chunk.find(b"\n", start)) != -1:
-            pending += chunk[start:end]
-            _check_line(pending, most, url, limit)
-            yield _text(pending)
-            pending.clear()
-            start = end + 1
-        pending += chunk[start:]
-        _check_line(pending, most, url, limit)
-    if pending:
-        yield _text(pending)
+        parts = chunk.split(b"\n")
+        pending += parts[0]
+        _check_line(len(pending), most, url, limit)
+        if len(parts) == 1:
+            continue
+        # Complete lines: what was pending, then every part but the last, which starts the next line.
+        for line in (bytes(pending), *parts[1:-1]):
+            line = line.removesuffix(b"\r")
+            if not line:
+                if not blank:
+                    blank = True
+                    yield ""
+                continue
+            _check_line(len(line), most, url, limit)
+            blank = False
+            yield line.decode("utf-8", "replace")
+        pending = bytearray(parts[-1])
+        _check_line(len(pending), most, url, limit)
+    last = pending.removesuffix(b"\r")
+    if last or (pending and not blank):
+        yield last.decode("utf-8", "replace")
 
 
-def _check_line(line: bytearray, most: int, url: str, limit: Limit) -> None:
-    if len(line) > most:
+def _check_line(size: int, most: int, url: str, limit: Limit) -> None:
+    if size > most:
         raise ServerLimitExceeded(limit, f"{url} sent a line of more than {most:,} bytes without a newline")
-
-
-def _text(line: bytearray) -> str:
-    return line.removesuffix(b"\r").decode("utf-8", "replace")
 
 
 def sse_data(lines: Iterable[str]) -> Iterator[str]:
