@@ -17,7 +17,7 @@ from aforo.context.budget import Budget
 from aforo.context.governor import Governor
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
-from aforo.context.transaction import conversation_bytes
+from aforo.context.tokens import conversation_bytes
 from aforo.events import discard
 from aforo.messages import Message, Request, SystemPart, ToolResult, ToolUse
 from aforo.providers.fake import FakeProvider, FakeTurn
@@ -76,17 +76,19 @@ def run_canary() -> CanaryResult:
     governor = Governor(budget=budget, policy=Policy(), journal=MemoryJournal(), emit=discard)
     system = (SystemPart("You are a read-only coding assistant.", "system prompt"),)
     request = Request("m", system, (), tuple(messages), budget.reserve)
-    before, _ = governor.count(request)
-    candidate = governor.compact_now(request, provider)
-    after, _ = governor.count(candidate)
+    governor.conversation.replace(messages)
+    before = governor.count(request).tokens
+    governor.compact_now(request, provider)
+    compacted = governor.conversation.messages
+    after = governor.count(request.with_messages(compacted)).tokens
     summary_request = provider.requests[-1]
     return CanaryResult(
         bytes_before=conversation_bytes(messages),
-        bytes_after=conversation_bytes(candidate.messages),
+        bytes_after=conversation_bytes(compacted),
         tokens_before=before,
         tokens_after=after,
         available=budget.available,
-        marker_intact=MARKER in candidate.messages[0].text,
+        marker_intact=MARKER in compacted[0].text,
         summary_prompt_tokens=provider.input_tokens(summary_request),
     )
 

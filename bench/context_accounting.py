@@ -53,15 +53,17 @@ def per_turn_ms(size: int) -> float:
     provider = FakeProvider(lambda request: FakeTurn(""))  # answers the rare crossing probes
     system = (SystemPart("You are a test assistant.", "system prompt"),)
     timings = []
+    conversation = governor.conversation
+    conversation.replace(messages)
     for _turn in range(MEASURED_TURNS):
-        messages += exchange(rnd, len(messages))
-        request = Request("m", system, (), tuple(messages), 8192)
+        for message in exchange(rnd, len(conversation.messages)):
+            conversation.append(message)
+        request = Request("m", system, (), conversation.messages, 8192)
         reported = estimate_request(request)  # what a server would say; computed outside the timing
         started = time.perf_counter()
-        prepared = governor.prepare(request, provider)
-        governor.observe(prepared.request, MessageEnd(Usage(reported), "tool_use"), provider, None)
+        admitted = governor.admit(request, provider)
+        governor.observe(admitted, MessageEnd(Usage(reported), "tool_use"), provider)
         timings.append((time.perf_counter() - started) * 1000)
-        messages = list(prepared.request.messages)
     return statistics.median(timings)
 
 

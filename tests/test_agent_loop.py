@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from aforo.agent import TEXT_CALL_HINT
 from aforo.errors import ConnectError, ContextOverflowError
 from aforo.messages import Message, MessageEnd, Request, TextBlock, ToolResult, Usage
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
+from aforo.tool_batch import TEXT_CALL_HINT
 from support.scenario import make_agent, make_files
 
 
@@ -73,7 +73,7 @@ def test_provider_error_ends_with_error(tmp_path: Path) -> None:
     result = agent.run("question")
     assert result.reason == "error" and "no server" in (result.error or "")
     assert rec.events[-1].type == "run_end"
-    assert agent.messages == [Message.user("question")]
+    assert agent.messages == (Message.user("question"),)
 
 
 def test_cancel_keeps_conversation_well_formed(tmp_path: Path) -> None:
@@ -251,3 +251,18 @@ def test_a_call_repeated_across_turns_points_at_the_result_it_already_has(tmp_pa
     assert again.content.startswith("[Already done: this is the same call as ")
     assert agent.messages[1].tool_uses[0].id in again.content
     assert not again.is_error
+
+
+def test_calls_written_as_text_get_ids_a_resumed_conversation_has_not_used(tmp_path: Path) -> None:
+    make_files(tmp_path, 2, 100)
+    asks = [f'```json\n{{"name": "Read", "arguments": {{"file_path": "mod0{i}.py"}}}}\n```' for i in (0, 1)]
+    first, _, _ = make_agent(tmp_path, FakeProvider([FakeTurn(asks[0]), FakeTurn("It defines f_0_0.")]))
+    first.run("what is in mod00.py?")
+    # A later process resumes the saved conversation with a fresh agent.
+    again, _, _ = make_agent(tmp_path, FakeProvider([FakeTurn(asks[1]), FakeTurn("It defines f_1_0.")]))
+    again.governor.conversation.replace(first.messages)
+    assert again.run("and mod01.py?").reason == "end_turn"
+    ids = [u.id for m in again.messages for u in m.tool_uses]
+    assert len(ids) == 2 and len(set(ids)) == 2
+    well_formed(list(again.messages))
+    assert "def f_1_0" in again.messages[-2].tool_results[0].content

@@ -26,6 +26,7 @@ from aforo.context.policy import Policy
 from aforo.context.stages import CapResult, cap_text, clear_old_results
 from aforo.context.tokens import MessageEstimates, estimate_message, estimate_request, estimate_text
 from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse
+from aforo.records import Decision
 
 
 def test_budget_numbers_from_the_spec() -> None:
@@ -245,3 +246,15 @@ def test_summary_request_names_a_word_budget_the_output_limit_can_hold() -> None
     assert request.messages[0].text.endswith(
         f"Keep the summary under {words} words.\n\nWrite the summary now."
     )
+
+
+def test_the_ledger_reads_decisions_and_next_action_from_the_summary_however_emphasized() -> None:
+    summary = (
+        "**Goal:** fix it\n**Decisions:**\n- keep the cache because misses cost 2 s\n2. drop the retries\n"
+        "Evidence: Read a.py\n## Next action: read b.py\nthen answer"
+    )
+    compacted = assemble(build_ledger([Message.user("fix it")]), summary, "cp-1", [], mid_run=False)
+    ledger = build_ledger([*compacted, Message.user("go on")])
+    assert ledger.decisions == (Decision("keep the cache", "misses cost 2 s"), Decision("drop the retries"))
+    assert ledger.next_action == "read b.py then answer"
+    assert build_ledger([Message.user("fix it")]).decisions == ()  # no summary, nothing made up

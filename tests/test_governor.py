@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from aforo.context.compaction import CompactionError
+from aforo.context.memory_journal import MemoryJournal
 from aforo.context.tokens import estimate_request
-from aforo.errors import HTTPStatusError
-from aforo.messages import Request
+from aforo.errors import CompactionError, HTTPStatusError, StoreError, TransformError
+from aforo.messages import Message, Request
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
+from aforo.records import CheckpointFacts, Decision, Where
 from support.scenario import TASK_KEY, is_summary_request, make_agent, make_files, reader_model
 
 PROMPT = f"Task {TASK_KEY}: read every mod*.py file and tell me which one is the longest. Never guess."
@@ -56,6 +57,9 @@ def test_twelve_files_one_per_turn_compact_and_finish(tmp_path: Path) -> None:
     assert max(sent_sizes(provider)) <= agent.governor.budget.available
     assert len(journal.events("compaction")) == len(compactions)
     assert journal.events("admission")
+    # Each compaction says how large its summary request was: at most what fits, never dropped.
+    available = agent.governor.budget.available
+    assert all(0 < (r.summary_tokens or 0) <= available for r in journal.events("compaction"))
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -131,7 +135,7 @@ def test_prompt_larger_than_available_is_rejected_locally(tmp_path: Path) -> Non
     assert result.reason == "context_overflow"
     assert "Nothing was sent" in (result.error or "")
     assert provider.requests == []
-    assert journal.events("rejection")[0]["cause"] == "does_not_fit"
+    assert journal.events("rejection")[0].cause == "does_not_fit"
 
 
 def test_provider_failure_after_transformation_restores_history(tmp_path: Path) -> None:
@@ -180,8 +184,8 @@ def test_calibration_ignores_truncated_and_zero_usage(tmp_path: Path) -> None:
     )
     agent, _, _ = make_agent(tmp_path, provider)
     agent.run("read")
-    assert agent.governor.calibration.measured is None
-    assert agent.governor.calibration.ratio == 1.0
+    assert agent.governor.meter.calibration.measured is None
+    assert agent.governor.meter.calibration.ratio == 1.0
 
 
 def test_compaction_that_would_not_save_room_is_not_applied(tmp_path: Path) -> None:
@@ -190,10 +194,81 @@ def test_compaction_that_would_not_save_room_is_not_applied(tmp_path: Path) -> N
     provider = FakeProvider([FakeTurn("Hello."), FakeTurn(summary)])
     agent, _, journal = make_agent(tmp_path, provider, window=8192, max_tokens=1024)
     assert agent.run("hi").reason == "end_turn"
-    before = list(agent.messages)
+    before = agent.messages
     request = agent.request()
     with pytest.raises(CompactionError, match="outweigh what was summarized") as caught:
         agent.governor.compact_now(request, provider)
     assert "more than the" not in str(caught.value)
     assert agent.messages == before
     assert journal.events("compaction") == []
+
+
+class NoCheckpoints(MemoryJournal):
+    """A journal whose disk is full: every checkpoint write fails."""
+
+    def checkpoint(self, messages: tuple[Message, ...], facts: CheckpointFacts) -> str:
+        raise StoreError("disk full")
+
+
+def test_no_checkpoint_no_transformation(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 8, 3000)
+    provider = FakeProvider(reader_model(files, batch=True))
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096, journal=NoCheckpoints())
+    result = agent.run(PROMPT)
+    assert rec.of("context") == []  # neither cleared nor compacted
+    warnings = [e.message for e in rec.of("warning")]
+    assert "Not clearing the conversation: the checkpoint could not be written (disk full)." in warnings
+    assert "Not compacting the conversation: the checkpoint could not be written (disk full)." in warnings
+    assert any(w.startswith("Compaction failed: the checkpoint could not be written") for w in warnings)
+    assert "checkpoint: disk full" in {r.cause for r in journal.events("rejection")}
+    assert journal.events("clearing") == journal.events("compaction") == []
+    # Nothing was cleared behind the user's back, and admission still refused what did not fit.
+    assert not any(r.cleared for m in agent.messages for r in m.tool_results)
+    assert agent.messages[0].text == PROMPT
+    assert result.reason == "context_overflow" and "Nothing was sent" in (result.error or "")
+    assert max(sent_sizes(provider)) <= agent.governor.budget.available
+
+
+def test_clear_and_undo_without_a_checkpoint_keep_the_conversation(tmp_path: Path) -> None:
+    agent, _, journal = make_agent(tmp_path, FakeProvider([FakeTurn("Hello.")]), journal=NoCheckpoints())
+    agent.run("hi")
+    before = agent.messages
+    with pytest.raises(TransformError, match="so the conversation was kept"):
+        agent.governor.start_over(agent.request())
+    assert agent.messages == before
+    journal.checkpoints.append(("mem-0", "clear", [Message.user("older")], journal_facts("clear")))
+    with pytest.raises(TransformError, match="nothing was undone"):
+        agent.governor.undo(agent.request())
+    assert agent.messages == before
+    assert [r.cause for r in journal.events("rejection")] == ["checkpoint: disk full"] * 2
+
+
+def journal_facts(reason: str) -> CheckpointFacts:
+    return CheckpointFacts(reason, 0, Where())
+
+
+def test_clear_command_is_checkpointed_and_recorded(tmp_path: Path) -> None:
+    agent, rec, journal = make_agent(tmp_path, FakeProvider([FakeTurn("Hello.")]))
+    agent.run("hi")
+    agent.governor.start_over(agent.request())
+    assert agent.messages == ()
+    (event,) = rec.of("context")
+    assert event.action == "reset" and event.count == 2 and event.checkpoint == journal.checkpoints[0][0]
+    (record,) = journal.events("clearing")
+    assert record.cause == "/clear" and record.checkpoint == event.checkpoint
+    assert record.tokens_after is not None and record.tokens_before is not None
+    assert record.tokens_after < record.tokens_before
+
+
+def test_checkpoints_keep_the_decisions_and_next_action_of_the_last_summary(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 8, 3000)
+    agent, _, journal = make_agent(tmp_path, FakeProvider(reader_model(files, batch=True)), window=4096)
+    agent.run(PROMPT)
+    first = journal.checkpoints[0][3]
+    assert first.decisions == () and first.next_action == ""  # no summary in the conversation yet
+    agent.governor.start_over(agent.request())  # checkpoints the compacted conversation
+    facts = journal.checkpoints[-1][3]
+    assert facts.reason == "manual_clear" and TASK_KEY in facts.goal
+    # What reader_model's summary said, taken from the compacted conversation the checkpoint holds.
+    assert facts.decisions == (Decision("read files one by one", "the window is small."),)
+    assert facts.next_action == "read the remaining files."

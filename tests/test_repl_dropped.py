@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from aforo.cli.session_keeper import INTERRUPTED_RESULT, well_formed
+from aforo.cli.session_keeper import INTERRUPTED_RESULT
+from aforo.context.budget import Budget
 from aforo.context.dropped import dropped
+from aforo.context.governor import Governor
+from aforo.context.memory_journal import MemoryJournal
+from aforo.context.policy import Policy
 from aforo.context.stages import clear_old_results
+from aforo.events import discard
 from aforo.messages import Message, ToolResult, ToolUse
 
 
@@ -64,11 +69,20 @@ def test_undo_names_what_it_set_aside() -> None:
     assert report.describe() == "/undo set aside 5 messages (2 tool results): Read mod0.py, Read mod1.py"
 
 
-def test_well_formed_closes_trailing_calls_only() -> None:
+def closed(messages: list[Message]) -> tuple[Message, ...]:
+    conversation = Governor(
+        budget=Budget(4096), policy=Policy(), journal=MemoryJournal(), emit=discard
+    ).conversation
+    conversation.replace(messages)
+    conversation.close_pending(INTERRUPTED_RESULT)
+    return conversation.messages
+
+
+def test_close_pending_answers_trailing_calls_only() -> None:
     done = history(1)
-    assert well_formed(done) == done
+    assert closed(done) == tuple(done)
     dangling = history(2)[:-2]  # the last assistant asked for a tool and nothing answered
-    fixed = well_formed(dangling)
+    fixed = closed(dangling)
     assert len(fixed) == len(dangling) + 1
     (result,) = fixed[-1].tool_results
     assert result.tool_use_id == "c1" and result.is_error and result.content == INTERRUPTED_RESULT

@@ -56,12 +56,10 @@ def test_two_undos_walk_back_through_compaction_then_clearing(tmp_path: Path) ->
     restore, kept = first
     assert restore.reason == "compact" and list(restore.messages) == before_compact
     assert kept is not None and journal.checkpoints[-1][1:3] == (UNDO_REASON, list(finished))
-    agent.messages = list(restore.messages)
 
     second = agent.governor.undo(agent.request())
     assert second is not None and second[0].reason == "clear"
     assert list(second[0].messages) == before_clear
-    agent.messages = list(second[0].messages)
     assert agent.governor.undo(agent.request()) is None  # nothing further back
 
     # The finished conversation the first undo replaced comes back by name.
@@ -78,9 +76,7 @@ def test_a_new_transformation_restarts_the_walk(tmp_path: Path) -> None:
     agent.run(PROMPT)
     undone = agent.governor.undo(agent.request())
     assert undone is not None
-    agent.messages = list(undone[0].messages)
     agent.governor.start_over(agent.request())  # a new transformation (/clear)
-    agent.messages = []
     again = agent.governor.undo(agent.request())
     assert again is not None and again[0].reason == "manual_clear"
     assert again[1] is None  # an empty conversation needs no safety checkpoint

@@ -13,6 +13,8 @@ AforoError
 │   ├── QuotaExceeded      a write would exceed the state quota
 │   └── SessionBusy        another aforo process has the session open
 ├── RejectedError          the governor refused to send a request that cannot fit (nothing was sent)
+├── TransformError         a change of the conversation was not applied; the conversation is as it was
+│   └── CompactionError    compaction could not make a smaller conversation that fits
 └── LimitExceeded          an input went past one of the named limits of `aforo.limits`
     ├── ServerLimitExceeded  ... sent by a server; also a ProviderError (the request failed)
     └── StateLimitExceeded   ... by a state file; also a StoreError (the file is not used)
@@ -20,10 +22,19 @@ AforoError
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from aforo.limits import Limit
+
+class NamedLimit(Protocol):
+    """What an error needs of an `aforo.limits.Limit` (named by shape: limits.py imports this module)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def setting(self) -> str | None: ...
+
+    def describe(self) -> str: ...
 
 
 class AforoError(Exception):
@@ -96,10 +107,18 @@ class RejectedError(AforoError):
         self.cause = cause
 
 
+class TransformError(AforoError):
+    """A clearing, compaction, /clear or /undo was not applied (no checkpoint, a failed summary...)."""
+
+
+class CompactionError(TransformError):
+    pass
+
+
 class LimitExceeded(AforoError):
     """An input went past a named limit (`aforo.limits`). The message names it and how to raise it."""
 
-    def __init__(self, limit: Limit, what: str) -> None:
+    def __init__(self, limit: NamedLimit, what: str) -> None:
         how = f" Raise it with {limit.setting}." if limit.setting else ""
         super().__init__(f"{what}: over the {limit.describe()} limit.{how}")
         self.limit = limit

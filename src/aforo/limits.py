@@ -52,6 +52,7 @@ TEXT_CALL_LITERAL_CHARS = limit(
     "characters",
     "a tool call an answer writes as a Python literal (single quotes); a longer one stays text",
 )
+CONFIG_BYTES = limit("config_bytes", 1 * MiB, "bytes", "size of a config file (config.toml, .aforo.toml)")
 
 # --- what servers send (providers/, wire/) ---------------------------------------------------------
 STREAM_LINE_BYTES = limit(
@@ -96,6 +97,9 @@ RETRY_AFTER = limit(
 # A session holds a tool input (json_depth deep at most) about 5 levels down: state files get room.
 STATE_JSON_DEPTH = limit("state_json_depth", 96, "levels", "nesting of a session or checkpoint file")
 SESSION_BYTES = limit("session_bytes", 64 * MiB, "bytes", "one session file, written or read")
+STATE_FILE_BYTES = limit(
+    "state_file_bytes", 16 * MiB, "bytes", "another state file read whole (trusted workspaces, probe results)"
+)
 CHECKPOINT_BYTES = limit(
     "checkpoint_bytes",
     64 * MiB,

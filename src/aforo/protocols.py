@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from aforo.messages import Message, Request, StreamEvent
+from aforo.records import CheckpointFacts, TelemetryRecord
 
 
 class Provider(Protocol):
@@ -68,13 +69,14 @@ class Journal(Protocol):
     """Where the governor leaves durable traces: checkpoints before transformations, telemetry always.
 
     `checkpoint` must have written the checkpoint durably when it returns (its id), or raise
-    `aforo.errors.StoreError`; the governor then does not apply the transformation.
+    `aforo.errors.StoreError`; the governor then does not apply the transformation. The journal knows
+    which session it writes for: the records carry no session id.
     """
 
-    def checkpoint(self, *, reason: str, messages: list[Message], facts: dict[str, Any]) -> str: ...
+    def checkpoint(self, messages: tuple[Message, ...], facts: CheckpointFacts) -> str: ...
 
     def checkpoint_history(self) -> Iterator[tuple[str, str, list[Message]]]:
         """This session's checkpoints, newest first, as (id, reason, messages), read one at a time."""
         ...
 
-    def record(self, event: str, **fields: Any) -> None: ...
+    def record(self, record: TelemetryRecord) -> None: ...

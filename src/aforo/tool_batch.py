@@ -1,5 +1,5 @@
-"""Run the tool calls of one assistant message: concurrently, capped (stage 1), results in the order
-the model asked for them.
+"""The tool calls of one answer: read from the reply (structured, or written as text), run concurrently,
+capped (stage 1, at the governor's cap), results in the order the model asked for them.
 
 Small models sometimes repeat the same call many times in one message (seen with Qwen2.5-Coder 0.5B:
 eighteen identical Reads). Each distinct call runs once; a repeat gets a one-line result pointing at the
@@ -11,16 +11,27 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from itertools import count
 
-from aforo.context.stages import cap_text
-from aforo.context.tokens import CHARS_PER_TOKEN
-from aforo.messages import Message, ToolResult, ToolUse
+from aforo.context.conversation import Conversation
+from aforo.context.stages import Cap, cap_text
+from aforo.events import EventSink, ToolEnd, ToolStart
+from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
+from aforo.providers.textcalls import extract_text_tool_calls
+from aforo.stream import Reply
 from aforo.tools.registry import ToolRegistry
 
 MAX_WORKERS = 8
+# Models that write their calls as text (Qwen2.5-Coder 0.5B) otherwise keep calling tools forever after
+# the result arrives; measured on the real server, this line turns the next answer into prose.
+TEXT_CALL_HINT = (
+    "The output above is the result of your tool call. Now explain it to the user in prose, to answer "
+    "their request."
+)
 
 
 @dataclass(frozen=True)
@@ -36,7 +47,52 @@ def _key(use: ToolUse) -> str:
     return use.name + json.dumps(use.input, sort_keys=True, ensure_ascii=False)
 
 
-def answered_calls(messages: list[Message]) -> dict[str, str]:
+def answer(reply: Reply, tools: ToolRegistry, conversation: Conversation, cap: Cap, emit: EventSink) -> int:
+    """Add the model's answer to the conversation and run the tools it calls; how many calls it made."""
+    text, uses = tool_uses(reply, tools, conversation.messages)
+    blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
+    conversation.append(Message("assistant", (*blocks, *uses)))
+    if not uses:
+        return 0
+    for use in uses:
+        emit(ToolStart(use.id, use.name, use.input))
+    outcomes = run_batch(tools, uses, cap=cap, answered=answered_calls(conversation.messages[:-1]))
+    # Appended before the events are emitted: whoever persists on events saves the results too.
+    results: tuple[ToolResult | TextBlock, ...] = tuple(o.result for o in outcomes)
+    conversation.append(Message("user", results if reply.calls else (*results, TextBlock(TEXT_CALL_HINT))))
+    for o in outcomes:
+        emit(ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error))
+    return len(uses)
+
+
+def tool_uses(
+    reply: Reply, tools: ToolRegistry, conversation: Sequence[Message]
+) -> tuple[str, list[ToolUse]]:
+    """The calls of this answer, and its text without the calls that were written as text."""
+    taken = {u.id for m in conversation for u in m.tool_uses}
+    fresh = (f"call_{n}" for n in count(len(taken) + 1) if f"call_{n}" not in taken)
+    if reply.calls:
+        return reply.text, [_use(c.id or next(fresh), c.name, c.arguments) for c in reply.calls]
+    if reply.end.stop_reason == "max_tokens":
+        # An answer cut by the output limit is rambling; calls written in it are not to be trusted.
+        return reply.text, []
+    # Small local models often write the call as JSON in their text instead of a structured call.
+    rest, found = extract_text_tool_calls(reply.text, tools.names)
+    return rest, [_use(next(fresh), name, args) for name, args in found]
+
+
+def _use(call_id: str, name: str, arguments: str | dict[str, object]) -> ToolUse:
+    if isinstance(arguments, dict):
+        return ToolUse(call_id, name, dict(arguments))
+    try:
+        parsed = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError:
+        parsed = None
+    # Malformed arguments are kept verbatim so the tool result can quote them back to the model.
+    return ToolUse(call_id, name, parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments})
+
+
+def answered_calls(messages: Sequence[Message]) -> dict[str, str]:
     """Calls whose successful, uncleared result is still in the conversation: key -> tool_use id."""
     results = {r.tool_use_id for m in messages for r in m.tool_results if not r.cleared and not r.is_error}
     return {_key(u): u.id for m in messages for u in m.tool_uses if u.id in results}
@@ -46,13 +102,11 @@ def run_batch(
     tools: ToolRegistry,
     uses: list[ToolUse],
     *,
-    cap_tokens: int,
-    ratio: float,
+    cap: Cap,
     answered: dict[str, str] | None = None,
 ) -> list[CallOutcome]:
     """`answered` holds calls already answered earlier in the conversation: a small model that loops
     on the same Read gets a pointer to the result it already has instead of the output again."""
-    max_chars = int(cap_tokens * CHARS_PER_TOKEN / max(ratio, 0.05))
     answered = answered or {}
     first: dict[str, ToolUse] = {}
     for use in uses:
@@ -63,7 +117,7 @@ def run_batch(
         started = time.monotonic()
         raw = use.input.get("_raw_arguments")
         args: str | dict[str, object] = raw if isinstance(raw, str) else use.input
-        output = tools.execute(use.name, args, max_chars=max_chars)
+        output = tools.execute(use.name, args, max_chars=cap.chars)
         return output, (time.monotonic() - started) * 1000
 
     ran: dict[str, tuple[ToolOutput, float]] = {}
@@ -87,7 +141,7 @@ def run_batch(
             note = f"[Same call as {original.id} in this message: see its result.]"
             outcomes.append(CallOutcome(use, ToolResult(use.id, note, output.is_error), 0.0, False, error))
             continue
-        capped = cap_text(output.content, cap_tokens, ratio)
+        capped = cap_text(output.content, cap.tokens, cap.ratio)
         result = ToolResult(use.id, capped.content, output.is_error)
         outcomes.append(CallOutcome(use, result, round(ms, 1), capped.truncated, error))
     return outcomes

@@ -8,6 +8,7 @@ in a sentence, and saves the session.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from rich.console import Console
@@ -15,10 +16,8 @@ from rich.console import Console
 from aforo.cli.context_view import render_context
 from aforo.cli.render import fmt_tokens
 from aforo.cli.session_keeper import SessionKeeper, find_session, mismatch_warnings
-from aforo.context.breakdown import breakdown
-from aforo.context.compaction import CompactionError
-from aforo.context.dropped import dropped
-from aforo.errors import StoreError
+from aforo.errors import StoreError, TransformError
+from aforo.messages import Request
 from aforo.protocols import Provider
 from aforo.store.sessions import SessionRecord, SessionStore
 
@@ -50,6 +49,7 @@ class Commands:
             raise ValueError("the session keeper must be attached to the agent first")
         self.keeper = keeper
         self.agent = keeper.agent
+        self.governor = keeper.agent.governor
         self.provider = provider
         self.store = store
         self.workspace = workspace
@@ -87,44 +87,30 @@ class Commands:
     # --- the commands ----------------------------------------------------------------------------
 
     def context(self, _arg: str) -> None:
-        gov = self.agent.governor
-        request = self.agent.request()
-        total, exact = gov.count(request)
-        view = breakdown(
-            request,
-            gov.budget,
-            ratio=gov.calibration.ratio,
-            total=total,
-            exact=exact,
-            counter=gov.counter_name,
-        )
-        render_context(view, self.console)
+        render_context(self.governor.breakdown(self.agent.request()), self.console)
 
     def compact(self, instructions: str) -> None:
-        gov = self.agent.governor
-        try:
-            compacted = gov.compact_now(self.agent.request(), self.provider, instructions or None)
-        except CompactionError as exc:
-            self.say(f"not compacted: {exc}. The conversation is unchanged.")
-            return
-        self.agent.messages = list(compacted.messages)
-        self.keeper.save()
+        compact = partial(
+            self.governor.compact_now, provider=self.provider, instructions=instructions or None
+        )
+        self._transform(compact, "not compacted: {}. The conversation is unchanged.")
 
     def clear(self, _arg: str) -> None:
+        self._transform(self.governor.start_over, "not cleared: {}")
+
+    def _transform(self, action: Callable[[Request], None], refused: str) -> None:
+        """Run a transformation of the governor's and save the session; or say why it was not applied."""
         try:
-            self.agent.governor.start_over(self.agent.request())
-        except StoreError as exc:
-            self.say(f"not cleared: {exc}")
+            action(self.agent.request())
+        except TransformError as exc:
+            self.say(refused.format(exc))
             return
-        self.agent.messages = []
         self.keeper.save()
 
     def undo(self, wanted: str) -> None:
-        gov = self.agent.governor
-        request = self.agent.request()
         try:
-            undone = gov.undo(request, wanted.strip() or None)
-        except StoreError as exc:
+            undone = self.governor.undo(self.agent.request(), wanted.strip() or None)
+        except (StoreError, TransformError) as exc:
             self.say(f"cannot undo: {exc}")
             return
         if undone is None:
@@ -135,7 +121,6 @@ class Commands:
             )
             return
         restore, kept = undone
-        self.agent.messages = list(restore.messages)
         self.keeper.save()
         results = sum(len(m.tool_results) for m in restore.messages)
         # The governor's event line above gives the tokens before -> after; this one, what came back.
@@ -146,17 +131,16 @@ class Commands:
         )
 
     def dropped(self, _arg: str) -> None:
-        journal = self.keeper.journal
         try:
-            checkpoint = journal.checkpoints.latest(journal.session)
+            found = self.governor.dropped()
         except StoreError as exc:
             self.say(f"cannot read the last checkpoint: {exc}")
             return
-        if checkpoint is None:
+        if found is None:
             self.say("nothing was dropped: no clearing, compaction or /clear has happened in this session.")
             return
-        report = dropped(checkpoint.messages, self.agent.messages, checkpoint.reason)
-        self.say(f"{report.describe()} (checkpoint {checkpoint.id}; /undo restores it)")
+        checkpoint, report = found
+        self.say(f"{report.describe()} (checkpoint {checkpoint}; /undo restores it)")
 
     def resume(self, wanted: str) -> None:
         current = self.keeper.record.id
@@ -175,18 +159,16 @@ class Commands:
             self.say(f"! {note}")
         self.keeper.switch(record)
         self.keeper.save()
-        request = self.agent.request()
-        tokens = self.agent.governor.count(request)[0]
+        tokens = self.governor.count(self.agent.request()).tokens
         self.say(
             f"resumed session {record.id}: {len(self.agent.messages)} messages, {fmt_tokens(tokens)} tokens"
         )
 
     def _previous(self, current: str) -> tuple[SessionRecord, list[str]]:
         """The newest saved session of this workspace other than the open one."""
-        here = str(self.workspace.resolve())
-        for summary in self.store.list():
-            if summary.error is None and summary.id != current and summary.workspace == here:
-                return self.store.load(summary.id), []
-        raise StoreError(
-            "no other saved session for this workspace; /sessions lists them all and /resume ID opens one"
-        )
+        record, notes = self.store.latest(self.workspace, exclude=current)
+        if record is None:
+            raise StoreError(
+                "no other saved session for this workspace; /sessions lists them all and /resume ID opens one"
+            )
+        return record, notes

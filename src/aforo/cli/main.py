@@ -18,8 +18,9 @@ from typing import Any
 from aforo import __version__
 from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, Config, load_config
 from aforo.cli.render import HumanRenderer, JsonRenderer
+from aforo.cli.sanitize import sanitize
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
-from aforo.errors import AforoError, ConfigError, StoreError
+from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import EventSink, Info, RunEnd, RunResult, Warning
 from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.store.checkpoints import CheckpointStore, MiB
@@ -45,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aforo",
         description="A local, read-only coding assistant that always knows how much of the window it uses.",
-        epilog="Subcommands: aforo probe | aforo stats | aforo sessions (each takes --help).",
+        epilog="Subcommands: aforo probe | stats | sessions | trust | engine (each takes --help).",
     )
     parser.add_argument("prompt", nargs="*", help="the question; without one, an interactive session starts")
     parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="directory to read (default: cwd)")
@@ -55,6 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="OpenAI-compatible base URL (default Ollama's; env AFORO_BASE_URL)",
     )
     parser.add_argument("--model", "-m", default=NOT_GIVEN, help="model name (env AFORO_MODEL)")
+    parser.add_argument(
+        "--local", action="store_true", help="answer with aforo's own engine (installed on first use)"
+    )
+    parser.add_argument("--yes", "-y", action="store_true", help="with --local: install without asking")
     parser.add_argument(
         "--context-window", type=int, default=NOT_GIVEN, help="the server's real window in tokens"
     )
@@ -80,6 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
     parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+    parser.add_argument(
+        "--trust-workspace",
+        action="store_true",
+        help="trust the workspace's .aforo.toml as it is now, like `aforo trust`, so it may set the server",
+    )
     parser.add_argument(
         "--resume",
         nargs="?",
@@ -109,6 +119,8 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     )
     flags = {k: getattr(args, k) for k in keys}
     flags["json"] = args.json
+    flags["trust_workspace"] = args.trust_workspace
+    flags["engine"] = "local" if args.local else NOT_GIVEN
     return flags
 
 
@@ -120,8 +132,8 @@ def run_once(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         cfg = load_config(_flags(args))
-    except ConfigError as exc:
-        print(f"aforo: {exc}", file=sys.stderr)
+    except (ConfigError, LimitExceeded, StoreError) as exc:  # StoreError: --trust-workspace failed
+        _fail(exc)
         return EXIT_USAGE
     resume, words = _split_resume(args.resume, list(args.prompt))
     prompt = " ".join(words).strip()
@@ -134,6 +146,15 @@ def run_once(argv: list[str]) -> int:
     if interactive and cfg.json:
         print("aforo: --json needs a prompt (the interactive session renders for people)", file=sys.stderr)
         return EXIT_USAGE
+    if cfg.engine == "local":
+        from aforo.engine.local import attach_local_engine
+
+        try:
+            engine = attach_local_engine(cfg.context_window, assume_yes=args.yes)
+        except AforoError as exc:
+            print(f"aforo: {exc}", file=sys.stderr)
+            return EXIT_CODES["error"]
+        cfg = replace(cfg, base_url=engine.url, model=engine.model)
     try:
         store = SessionStore(sessions_dir())
         record, notes = _open_record(store, resume, cfg.workspace)
@@ -143,11 +164,15 @@ def run_once(argv: list[str]) -> int:
             total_quota_bytes=int(cfg.checkpoint_total_quota_mb * MiB),
         )
     except StoreError as exc:
-        print(f"aforo: {exc}", file=sys.stderr)
+        _fail(exc)
         return EXIT_USAGE
     if resume and cfg.model is None and record.model:
         cfg = replace(cfg, model=record.model)  # continue with the model the conversation was held with
     emit = renderer(cfg.json)
+    for note in cfg.notes:
+        emit(Info({"trust": note}))
+    for warning in cfg.warnings:
+        emit(Warning(warning))
     telemetry = _open_telemetry(emit)
     try:
         return _start(cfg, emit, store, record, notes, checkpoints, telemetry, prompt, interactive)
@@ -169,12 +194,12 @@ def _start(
 ) -> int:
     from aforo.cli.wiring import build_runtime
 
-    journal = StoreJournal(record.id, checkpoints, telemetry, emit)
-    keeper = SessionKeeper(store, record, emit, journal)
+    keeper = SessionKeeper(store, record, emit)
+    journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
     try:
-        runtime = build_runtime(cfg, keeper, journal, session=record.id)
+        runtime = build_runtime(cfg, keeper, journal)
     except ConfigError as exc:
-        print(f"aforo: {exc}", file=sys.stderr)
+        _fail(exc)
         return EXIT_USAGE
     except AforoError as exc:
         emit(RunEnd(RunResult("error", error=str(exc))))
@@ -192,6 +217,11 @@ def _start(
     result = runtime.agent.run(prompt)
     keeper.save()
     return EXIT_CODES[result.reason]
+
+
+def _fail(exc: Exception) -> None:
+    """An error for the user; its text may quote a server or a file, so it is sanitized."""
+    print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
 
 
 def _split_resume(value: str | None, words: list[str]) -> tuple[str | None, list[str]]:

@@ -8,7 +8,6 @@ Ctrl-D (or /quit) leaves.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
@@ -16,8 +15,10 @@ from prompt_toolkit.history import FileHistory, InMemoryHistory
 from rich.console import Console
 
 from aforo.cli.commands import Commands
+from aforo.cli.history import RedactedHistory
 from aforo.cli.render import ctx_line
-from aforo.cli.session_keeper import SessionKeeper, well_formed
+from aforo.cli.sanitize import safe_console
+from aforo.cli.session_keeper import INTERRUPTED_RESULT, SessionKeeper
 from aforo.errors import StoreError
 from aforo.protocols import Provider
 from aforo.store.paths import history_path
@@ -63,22 +64,22 @@ class Repl:
         except KeyboardInterrupt:
             # A second Ctrl-C can land after the agent's own handler (while it ends the run): the
             # conversation must still be well-formed before it is saved.
-            self.agent.messages = well_formed(self.agent.messages)
+            self.agent.governor.conversation.close_pending(INTERRUPTED_RESULT)
             self.console.print("\n[aborted] cancelled by the user", markup=False, highlight=False)
         self.keeper.save()
         self.status()
 
     def status(self) -> None:
         gov = self.agent.governor
-        tokens, exact = gov.count(self.agent.request())
-        line = ctx_line(tokens, gov.budget.window, exact)
+        count = gov.count(self.agent.request())
+        line = ctx_line(count.tokens, gov.budget.window, count.exact)
         self.console.print(f"{line} · {len(self.agent.messages)} messages", style="cyan", markup=False)
 
 
 def _history() -> FileHistory | InMemoryHistory:
-    """The persisted line history; in memory when the state directory cannot be written."""
+    """The persisted line history, 0600 and redacted; in memory when the state directory cannot be written."""
     try:
-        return FileHistory(str(history_path()))
+        return RedactedHistory(history_path())
     except StoreError:
         return InMemoryHistory()
 
@@ -89,7 +90,8 @@ def start_repl(
     """Open the interactive session on the keeper's conversation; returns the exit status."""
     from aforo.cli.subcommands import sessions_main
 
-    console = Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False, soft_wrap=True)
+    # Every line the REPL prints may carry text from the model, a tool or a server: sanitized.
+    console = safe_console()
     commands = Commands(
         keeper=keeper,
         provider=provider,

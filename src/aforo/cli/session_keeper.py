@@ -1,11 +1,12 @@
 """Keep the conversation on disk while it happens, so `aforo --resume` survives an exit, a crash or a kill.
 
 The keeper sits in the event stream between the agent and the renderer: after any event that follows a
-change of `agent.messages` it saves the session (an atomic replace, so a kill leaves the previous or the
+change of the conversation it saves the session (an atomic replace, so a kill leaves the previous or the
 new state). The prompt is saved before the run starts, so a kill while the model thinks loses nothing
 the user typed. A saved conversation may end with tool calls whose results never came (killed while a
 tool ran or the next call was in flight): loading closes them with error results, as the agent does
-after a cancel, so the model never sees an action without its consequence.
+after a cancel, so the model never sees an action without its consequence. The open session's record is
+where its id lives: checkpoints and telemetry ask the keeper for it (`session_id`).
 """
 
 from __future__ import annotations
@@ -15,21 +16,11 @@ from pathlib import Path
 from aforo.agent import Agent
 from aforo.errors import StoreError
 from aforo.events import Event, EventSink, Warning
-from aforo.messages import Message, ToolResult
-from aforo.store.journal import StoreJournal
+from aforo.messages import Message
 from aforo.store.sessions import SessionRecord, SessionStore
 
 LATEST = "latest"
 INTERRUPTED_RESULT = "[aforo stopped before this tool call finished; run the tool again if you need it.]"
-
-
-def well_formed(messages: list[Message]) -> list[Message]:
-    """`messages` with results for the trailing tool calls that have none (kill mid-run)."""
-    if messages and messages[-1].role == "assistant" and messages[-1].tool_uses:
-        pending = messages[-1].tool_uses
-        closing = tuple(ToolResult(u.id, INTERRUPTED_RESULT, is_error=True) for u in pending)
-        return [*messages, Message("user", closing)]
-    return list(messages)
 
 
 def find_session(store: SessionStore, wanted: str, workspace: Path) -> tuple[SessionRecord, list[str]]:
@@ -39,22 +30,13 @@ def find_session(store: SessionStore, wanted: str, workspace: Path) -> tuple[Ses
     """
     if wanted != LATEST:
         return store.load(wanted), []
-    notes: list[str] = []
-    listing = store.list()
-    unreadable = [s for s in listing if s.error]
-    if unreadable:
-        notes.append(
-            f"skipped {len(unreadable)} unreadable session file(s), e.g. {unreadable[0].path}: "
-            f"{unreadable[0].error}"
+    record, notes = store.latest(workspace)
+    if record is None:
+        raise StoreError(
+            f"no saved session for the workspace {workspace.resolve()}; `aforo sessions` lists them, "
+            "and `aforo --resume ID` resumes one from anywhere." + "".join(f" Also: {n}." for n in notes)
         )
-    here = str(workspace.resolve())
-    for summary in listing:
-        if summary.error is None and summary.workspace == here:
-            return store.load(summary.id), notes
-    raise StoreError(
-        f"no saved session for the workspace {here}; `aforo sessions` lists them, "
-        "and `aforo --resume ID` resumes one from anywhere." + "".join(f" Also: {n}." for n in notes)
-    )
+    return record, notes
 
 
 def mismatch_warnings(rec: SessionRecord, workspace: Path, model: str) -> list[str]:
@@ -76,15 +58,13 @@ def mismatch_warnings(rec: SessionRecord, workspace: Path, model: str) -> list[s
 class SessionKeeper:
     """An EventSink that forwards to `inner` and saves the session whenever the conversation changed."""
 
-    def __init__(
-        self, store: SessionStore, record: SessionRecord, inner: EventSink, journal: StoreJournal
-    ) -> None:
+    def __init__(self, store: SessionStore, record: SessionRecord, inner: EventSink) -> None:
         self.store = store
         self.record = record
         self.inner = inner
-        self.journal = journal
         self.agent: Agent | None = None
-        self._saved: tuple[int, int, int] | None = None
+        # The conversation as last saved: a change makes a new tuple, so identity tells.
+        self._saved: tuple[Message, ...] | None = None
         self._where = (record.workspace, record.model, record.base_url)
         self._failed = False
 
@@ -94,45 +74,46 @@ class SessionKeeper:
         self._where = (str(workspace.resolve()), model, base_url)
         self.switch(self.record)
 
+    def session_id(self) -> str:
+        """The open session: checkpoints and telemetry follow it, so /undo restores this session's."""
+        return self.record.id
+
     def switch(self, record: SessionRecord) -> None:
         """Continue `record` here: from now on it is saved with this workspace, model and server."""
         self.record = record
         self._saved = None
         record.workspace, record.model, record.base_url = self._where
         if self.agent is not None:
-            self.agent.messages = well_formed(record.messages)
-            self.agent.governor.facts.session = record.id
-            self.agent.governor.reset_detection()
+            conversation = self.agent.governor.conversation
+            conversation.replace(record.messages)
+            conversation.close_pending(INTERRUPTED_RESULT)
             record.window = self.agent.governor.budget.window
-        # Checkpoints and telemetry follow the conversation, so /undo restores this session's.
-        self.journal.session = record.id
 
     def __call__(self, event: Event) -> None:
         self.inner(event)
-        if self.agent is not None and self._fingerprint(self.agent.messages) != self._saved:
+        if self.agent is not None and self.agent.messages is not self._saved:
             self.save()
 
     def begin(self, prompt: str) -> None:
         """Save the prompt before the run, so a kill before the first answer keeps it."""
         if self.agent is not None:
-            self.save([*self.agent.messages, Message.user(prompt)])
+            self._saved = None  # what is on disk is not the conversation yet
+            self._write([*self.agent.messages, Message.user(prompt)], self.agent.governor.budget.window)
 
-    def save(self, messages: list[Message] | None = None) -> None:
-        if self.agent is None:
-            return
-        current = list(self.agent.messages) if messages is None else messages
-        self.record.messages = current
-        self.record.window = self.agent.governor.budget.window
+    def save(self) -> None:
+        if self.agent is not None:
+            messages = self.agent.messages
+            written = self._write(list(messages), self.agent.governor.budget.window)
+            self._saved = messages if written else None
+
+    def _write(self, messages: list[Message], window: int) -> bool:
+        self.record.messages = messages
+        self.record.window = window
         try:
             self.store.save(self.record)
         except StoreError as exc:
             if not self._failed:
                 self.inner(Warning(f"The session is not being saved ({exc}); --resume will miss this run."))
             self._failed = True
-            return
-        self._saved = self._fingerprint(current) if messages is None else None
-
-    @staticmethod
-    def _fingerprint(messages: list[Message]) -> tuple[int, int, int]:
-        # A transformation replaces the list, a turn appends to it: identity and length see both.
-        return (id(messages), len(messages), id(messages[-1]) if messages else 0)
+            return False
+        return True

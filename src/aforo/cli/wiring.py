@@ -11,7 +11,7 @@ import httpx
 from aforo.agent import Agent
 from aforo.cli.config import Config
 from aforo.context.budget import Budget
-from aforo.context.governor import Facts, Governor
+from aforo.context.governor import Governor
 from aforo.errors import ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.prompt import system_prompt
@@ -35,12 +35,7 @@ class Runtime:
 
 
 def build_runtime(
-    cfg: Config,
-    emit: EventSink,
-    journal: Journal,
-    *,
-    session: str = "",
-    kinds: Sequence[ServerKind] = KINDS,
+    cfg: Config, emit: EventSink, journal: Journal, *, kinds: Sequence[ServerKind] = KINDS
 ) -> Runtime:
     client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0))
     server = detect_server(client, cfg.base_url, cfg.server, kinds=kinds, model=cfg.model)
@@ -74,14 +69,14 @@ def build_runtime(
         answer_timeout=cfg.answer_timeout,
     )
     counter = make_counter(kind.counter, client, server.root_url, model, cfg.tokenizer)
-    facts = Facts(model=model, server=server.kind, window_source=resolution.source, session=session)
     governor = Governor(
         budget=budget,
         policy=cfg.policy,
         journal=journal,
         emit=emit,
         counter=counter,
-        facts=facts,
+        model=model,
+        server=server.kind,
         window_known=served is not None or remembered is not None,
     )
     registry = default_registry(cfg.workspace)

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from aforo.context.budget import Budget
-from aforo.context.tokens import CHARS_PER_TOKEN, message_chars, tools_chars
+from aforo.context.tokens import CHARS_PER_TOKEN, Count, message_chars, tools_chars
 from aforo.messages import Request, TextBlock, ToolResult, ToolUse
 
 
@@ -33,9 +33,7 @@ class Breakdown:
     exact: bool
 
 
-def breakdown(
-    request: Request, budget: Budget, *, ratio: float, total: int, exact: bool, counter: str
-) -> Breakdown:
+def break_down(request: Request, budget: Budget, count: Count, ratio: float) -> Breakdown:
     chars: dict[str, float] = {"system prompt": 0, "AGENTS.md": 0, "tool definitions": 0}
     for part in request.system:
         key = "AGENTS.md" if part.name == "AGENTS.md" else "system prompt"
@@ -52,6 +50,7 @@ def breakdown(
                 chars[f"{message.role} messages"] += _block_chars(block)
     raw_total = sum(chars.values()) / CHARS_PER_TOKEN
     # Scale raw sizes to the total we trust (exact, or the calibrated estimate of the whole request).
+    total = count.tokens
     scale = total / raw_total if raw_total else ratio
     sections = tuple(Section(name, math.ceil(c / CHARS_PER_TOKEN * scale)) for name, c in chars.items())
     return Breakdown(
@@ -61,8 +60,8 @@ def breakdown(
         reserve=budget.reserve,
         window=budget.window,
         window_source=budget.source,
-        counter=counter,
-        exact=exact,
+        counter=count.counter,
+        exact=count.exact,
     )
 
 

@@ -33,3 +33,12 @@ class Budget:
     @property
     def available(self) -> int:
         return max(1, self.window - self.reserve)
+
+    def refusal(self, tokens: int, exact: bool) -> str:
+        """Why a request of `tokens` is not sent, and what the user can do about it."""
+        return (
+            f"The request needs {tokens} tokens ({'exact' if exact else 'estimated'}) but only "
+            f"{self.available} fit (window {self.window} minus {self.reserve} reserved for the answer), "
+            "even after clearing and compaction. Nothing was sent. Shorten the prompt, start a new "
+            "conversation, or raise --context-window if the server really has more room."
+        )

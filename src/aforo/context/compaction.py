@@ -1,10 +1,14 @@
-"""Stage 3 as pure functions: build a compaction request that fits, and assemble what replaces the history.
+"""Stage 3: build a compaction request that fits, ask for the summary, check it, assemble the result.
 
 The request itself must fit the window (peers fail with "context limit exceeded" while compacting): the
 history is rendered as a transcript and shrunk until it fits `available` — re-runnable tool output
 first, oldest first, then long assistant prose; the user's messages are never cut. The result keeps
 the ledger (requests, constraints, evidence) verbatim next to the model's summary, and a recent tail
 of complete tool pairs, so the conversation stays well-formed and the task survives.
+
+Every failure raises CompactionError before the live conversation is touched. The summary request is
+itself checked for silent truncation (a summary of a truncated input would replace the history with
+something that lost the task). `compact` works on the plain values of a `Room`, never on the governor.
 """
 
 from __future__ import annotations
@@ -12,9 +16,20 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
-from aforo.context.ledger import COMPACTED_HEADER, Ledger
-from aforo.context.tokens import estimate_request, estimate_text
+from aforo.context.ledger import (
+    COMPACTED_HEADER,
+    CONTINUE,
+    EVIDENCE_HEADER,
+    SUMMARY_HEADER,
+    Ledger,
+    build_ledger,
+)
+from aforo.context.overflow import OVERFLOW_MIN_GROWTH_COMPACT, looks_truncated
+from aforo.context.plan import Outcome, Plan, Room
+from aforo.context.tokens import Sample, estimate_request, estimate_text
+from aforo.errors import CompactionError, ProviderError
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
 
 SUMMARY_SYSTEM = """You compact the conversation of a read-only coding assistant so it can continue the \
@@ -35,10 +50,11 @@ SHORTER = {
     "call": lambda text: "",
 }
 ACK = "Understood. I will continue the task from this summary."
-
-
-class CompactionError(Exception):
-    """Compaction cannot proceed; the conversation is left as it was."""
+# Share of the available space a verbatim tail (the last tool exchange) may take after compaction.
+TAIL_SHARE = 0.3
+# A summary request whose reported prompt is below this share of what the calibration expects was
+# cut by the server: content differs little from the conversation that calibrated the ratio.
+SUMMARY_MIN_REPORTED_SHARE = 0.5
 
 
 @dataclass(frozen=True)
@@ -190,12 +206,12 @@ def compacted_message(ledger: Ledger, summary: str, checkpoint: str | None) -> M
         lines.append("\n## Constraints the user stated (binding)")
         lines += [f"- (hard) {c}" for c in ledger.hard]
         lines += [f"- (soft) {c}" for c in ledger.soft]
-    lines.append("\n## Summary of the work so far")
+    lines.append(f"\n{SUMMARY_HEADER}")
     lines.append(summary.strip())
     if ledger.evidence:
-        lines.append("\n## Evidence consulted (re-run the tool to see it again)")
+        lines.append(f"\n{EVIDENCE_HEADER}")
         lines += [f"- <evidence>{e.source}</evidence>" for e in ledger.evidence]
-    lines.append("\nContinue the user's task from here.")
+    lines.append(f"\n{CONTINUE}")
     return Message.user("\n".join(lines))
 
 
@@ -209,3 +225,76 @@ def assemble(
     if tail:
         return [head, *tail]
     return [head] if mid_run else [head, Message.assistant(ACK)]
+
+
+def compact(room: Room) -> Plan | None:
+    """Stage 3 past `compact_at`, once the model has answered (or when forced): the summary request is
+    sized here, before any checkpoint; the summary itself is asked for once the checkpoint is written."""
+    messages = room.request.messages
+    answered = any(m.role == "assistant" for m in messages)
+    over = room.before.tokens > room.policy.compact_threshold(room.budget)
+    # Before the model has answered once there is nothing to summarize: admission decides alone.
+    if not (room.force or (over and answered)):
+        return None
+    if not answered:
+        raise CompactionError("there is nothing to compact yet (no answer from the model so far)")
+    summary_req, summary_tokens = fit_summary_request(
+        room.request.model,
+        messages,
+        available=room.budget.available,
+        max_tokens=room.budget.reserve,
+        count=lambda r: room.count(r).tokens,
+        instructions=room.instructions,
+    )
+    return partial(_summarize, room, summary_req, summary_tokens)
+
+
+def _summarize(room: Room, summary_req: Request, summary_tokens: int, checkpoint: str | None) -> Outcome:
+    messages = list(room.request.messages)
+    before, available = room.before.tokens, room.budget.available
+    try:
+        reply = room.summarize(summary_req)
+    except ProviderError as exc:
+        raise CompactionError(f"the summary request failed: {exc}") from exc
+    sent = Sample(reply.end.usage.prompt_tokens, estimate_request(summary_req))
+    expected = room.ratio * sent.estimate
+    if looks_truncated(room.prev, sent, OVERFLOW_MIN_GROWTH_COMPACT) or (
+        sent.tokens > 0 and sent.tokens < SUMMARY_MIN_REPORTED_SHARE * expected
+    ):
+        raise CompactionError(
+            f"the server truncated the summary request ({sent.tokens} prompt tokens reported for about "
+            f"{round(expected)} expected), so the summary would miss part of the conversation; the "
+            "conversation was left as it was. Set the real context window with --context-window."
+        )
+    if reply.end.stop_reason in ("max_tokens", "refusal"):
+        raise CompactionError(
+            f"the summary was not completed (stop reason {reply.end.stop_reason}, output limit "
+            f"{summary_req.max_tokens} tokens); the conversation was left as it was. Raise the context "
+            "window or --max-tokens so the summary fits."
+        )
+    if not reply.text.strip():
+        raise CompactionError("the model returned an empty summary; the conversation was left as it was")
+    ledger = build_ledger(messages)
+    missing = ledger.missing_from(reply.text)
+    tail = keep_tail(messages, int(TAIL_SHARE * available), room.estimate)
+    compacted = assemble(ledger, reply.text, checkpoint, tail, mid_run=messages[-1].role == "user")
+    after = room.count(room.request.with_messages(compacted))
+    if after.tokens > available:
+        raise CompactionError(
+            f"the compacted conversation would need {after.tokens} tokens, more than the {available} "
+            "available, so it was not applied; the conversation was left as it was"
+        )
+    if after.tokens >= before:
+        # Early in a run the summary plus what is kept verbatim (requests, the last tool exchange) can
+        # outweigh the little there was to summarize: applying it would cost room, not save it.
+        raise CompactionError(
+            f"the compacted conversation would need {after.tokens} tokens, no fewer than the {before} it "
+            "replaces (the summary and what is kept verbatim outweigh what was summarized), so it was not "
+            "applied; the conversation was left as it was"
+        )
+    return Outcome(
+        tuple(compacted),
+        after,
+        cause=f"re-attached verbatim {len(missing)} ledger items the summary missed" if missing else None,
+        summary_tokens=summary_tokens,
+    )

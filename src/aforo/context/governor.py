@@ -1,64 +1,43 @@
-"""The governor: admission before every model call, observation after it (SPEC §3-§5).
+"""The governor: it owns the conversation, admits every model call and watches what comes back (SPEC §3-§5).
 
-Before a call it counts the request, clears old tool results past `clear_at`, compacts past
-`compact_at` (through a transaction: checkpoint, transform in memory, recount, keep only if it fits)
-and refuses locally to send what cannot fit. After a call it decides whether the server silently
-dropped part of the prompt; only a clean measurement calibrates the estimate. Every step leaves a
-telemetry record, and every transformation a checkpoint first.
+Before a call it runs the stages (clear, compact) and refuses locally what still cannot fit; after it,
+the watch decides whether the server silently dropped part of the prompt. Every transformation goes
+through one pipeline, `_apply`: checkpoint first, transform in memory, then event, telemetry and
+`Conversation.replace`; on failure a rejection record, and the conversation is left as it was.
+Helpers get plain values (`Room`), never the governor.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass, replace
-from typing import Any
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 
+from aforo.context.breakdown import Breakdown, break_down
 from aforo.context.budget import Budget
-from aforo.context.compaction import CompactionError
-from aforo.context.ledger import build_ledger
-from aforo.context.overflow import COMMON_WINDOWS, TruncationDetector, Verdict, generation_overflow
+from aforo.context.compaction import compact
+from aforo.context.conversation import Conversation
+from aforo.context.counting import Meter
+from aforo.context.dropped import Dropped, dropped
+from aforo.context.ledger import checkpoint_facts
+from aforo.context.plan import Admitted, Applied, Outcome, Plan, Room
 from aforo.context.policy import Policy
-from aforo.context.stages import clear_old_results
-from aforo.context.tokens import CHARS_PER_TOKEN, Calibration, MessageEstimates, Sample, tools_chars
-from aforo.context.transaction import compact, conversation_bytes
-from aforo.context.undo import UNDO_REASON, Restore, choose
-from aforo.errors import ProviderError, RejectedError, StoreError
+from aforo.context.stages import Cap
+from aforo.context.tokens import Count, conversation_bytes
+from aforo.context.transforms import STAGES, Kind
+from aforo.context.undo import Restore, choose
+from aforo.context.watch import Observation, Watch
+from aforo.errors import RejectedError, StoreError, TransformError
 from aforo.events import ContextAction, EventSink, Warning
-from aforo.messages import Message, MessageEnd, Request
+from aforo.messages import MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
-
-# How a warning names each checkpointed transformation.
-_DOING = {"clear": "clearing", "compact": "compacting", "manual_clear": "clearing", UNDO_REASON: "undoing"}
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A request admitted for sending. `restore` holds the history before a transformation, if any."""
-
-    request: Request
-    tokens: int
-    exact: bool
-    restore: tuple[Message, ...] | None = None
-    checkpoint: str | None = None
+from aforo.records import TelemetryRecord, Where
+from aforo.stream import collect
 
 
-@dataclass(frozen=True)
-class Observation:
-    truncated: bool
-    sample: Sample
-    message: str = ""
-    context_shift: bool = False
-
-
-@dataclass
-class Facts:
-    """What telemetry and checkpoints say about where we run."""
-
-    model: str = ""
-    server: str = ""
-    window_source: str = ""
-    session: str = ""
+class _NotWritten(Exception):
+    """The checkpoint could not be written, so the transformation is not applied."""
 
 
 class Governor:
@@ -70,305 +49,229 @@ class Governor:
         journal: Journal,
         emit: EventSink,
         counter: TokenCounter | None = None,
-        facts: Facts | None = None,
+        model: str = "",
+        server: str = "",
         window_known: bool = False,
     ) -> None:
-        self.budget = budget
         self.policy = policy
         self.journal = journal
         self.emit = emit
-        self.counter = counter
-        self.facts = facts or Facts()
-        self.calibration = Calibration()
-        self.estimates = MessageEstimates()
-        # When the server itself told us its window, only that one can be crossed: fewer probes.
-        self.detector = TruncationDetector(() if window_known else COMMON_WINDOWS)
-        self.prev: Sample | None = None
-        self._prev_len = 0
-        self._fixed: tuple[int, int] = (0, 0)
-        # Prompt tokens of a one-character request with this system prompt and tools, per (system, tools).
-        self._baseline: dict[int, int] = {}
+        self.model, self.server = model, server
+        self._budget = budget
+        self.meter = Meter(counter, emit)
+        self.watch = Watch(self.meter, emit, window_known=window_known)
+        self.conversation = Conversation(self.meter, self.watch)
         # The checkpoint the last /undo restored: the next one goes further back from there.
         self._undone: str | None = None
 
-    # --- counting --------------------------------------------------------------------------------
+    # --- views -------------------------------------------------------------------------------------
 
     @property
-    def counter_name(self) -> str:
-        return self.counter.name if self.counter else "estimate"
+    def budget(self) -> Budget:
+        return self._budget
 
-    def raw_estimate(self, request: Request) -> int:
-        """Uncalibrated estimate; system and tools are sized once, messages through the per-message cache."""
-        key = hash((request.system, tuple(t.name for t in request.tools)))
-        if self._fixed[0] != key:
-            self._fixed = (key, len(request.system_text) + tools_chars(request.tools))
-        return math.ceil((self._fixed[1] + self.estimates.total_chars(request.messages)) / CHARS_PER_TOKEN)
+    def count(self, request: Request) -> Count:
+        return self.meter.count(request)
 
-    def count(self, request: Request) -> tuple[int, bool]:
-        """Tokens of `request` and whether the count is exact (the model's own tokenizer)."""
-        if self.counter is not None:
-            try:
-                return self.counter.count(request), True
-            except ProviderError as exc:
-                self.emit(
-                    Warning(f"Exact token counter {self.counter.name} failed ({exc}); using estimates.")
-                )
-                self.counter = None
-        return self.calibration.scale(self.raw_estimate(request)), False
+    def tool_cap(self) -> Cap:
+        """The cap of stage 1: no single tool result may exceed it."""
+        return Cap(self.policy.cap_tokens(self._budget), self.meter.calibration.ratio)
 
-    def reset_detection(self) -> None:
-        """The conversation changed shape (clear, compaction, model change): growth restarts from here."""
-        self.prev = None
-        self._prev_len = 0
+    def breakdown(self, request: Request) -> Breakdown:
+        """What fills the window, by section (/context)."""
+        return break_down(request, self._budget, self.meter.count(request), self.meter.calibration.ratio)
 
-    def set_window(self, window: int, source: str) -> None:
-        self.budget = Budget(window, self.budget.max_tokens, source)
-        self.facts.window_source = source
+    def dropped(self) -> tuple[str, Dropped] | None:
+        """What the newest checkpoint holds that the conversation lost since (/dropped); None: no checkpoint.
+        Raises StoreError when that checkpoint cannot be read."""
+        newest = next(iter(self.journal.checkpoint_history()), None)
+        if newest is None:
+            return None
+        checkpoint, reason, messages = newest
+        return checkpoint, dropped(messages, self.conversation.messages, reason)
 
-    # --- before a call ---------------------------------------------------------------------------
+    # --- around a call ---------------------------------------------------------------------------
 
-    def prepare(
-        self,
-        request: Request,
-        provider: Provider,
-        *,
-        force_compact: bool = False,
-        instructions: str | None = None,
-    ) -> Prepared:
+    def admit(self, request: Request, provider: Provider, *, force_compact: bool = False) -> Admitted:
+        """Run the stages and refuse locally what still cannot fit (RejectedError: nothing was sent).
+
+        `force_compact` compacts whatever the count; if that fails, its TransformError is raised."""
         started = time.monotonic()
-        tokens, exact = self.count(request)
-        restore: tuple[Message, ...] | None = None
-        checkpoint: str | None = None
-        if tokens > self.policy.clear_threshold(self.budget):
-            cleared = clear_old_results(list(request.messages), self.policy.keep_tool_results)
-            candidate = request.with_messages(cleared.messages)
-            after, after_exact = self.count(candidate) if cleared.count else (tokens, exact)
-            # Checkpointed and applied only when it really saves room.
-            cp = self.take_checkpoint("clear", request, tokens) if after < tokens else None
-            if cp is not None:
-                restore, checkpoint = request.messages, cp
-                self.emit(ContextAction("cleared", tokens, after, count=cleared.count, checkpoint=cp))
-                self.record(
-                    "clearing",
-                    candidate,
-                    tokens,
-                    after,
-                    started,
-                    checkpoint=cp,
-                    bytes_before=conversation_bytes(restore),
-                    bytes_after=conversation_bytes(candidate.messages),
-                )
-                request, tokens, exact = candidate, after, after_exact
-                self.estimates.prune(candidate.messages)  # the cleared originals need not stay in memory
-                self.reset_detection()
-        over = tokens > self.policy.compact_threshold(self.budget)
-        # Before the model has answered once there is nothing to summarize: admission decides alone.
-        if force_compact or (over and any(m.role == "assistant" for m in request.messages)):
-            original = request.messages
+        room = self._room(request, provider, force=force_compact)
+        checkpoint = None
+        for kind, stage in STAGES:
             try:
-                request, cp, tokens, exact = compact(self, request, provider, tokens, instructions)
-            except CompactionError as exc:
-                self.emit(Warning(f"Compaction failed: {exc}"))
-                self.record("rejection", request, tokens, tokens, started, cause=f"compaction: {exc}")
+                applied = self._apply(kind, room.request, room.before, partial(stage, room))
+            except TransformError as exc:
+                self.emit(Warning(f"{kind.value.event.capitalize()} failed: {exc}"))
                 if force_compact:
                     raise
-            else:
-                restore = restore or original
-                checkpoint = cp
-        if tokens > self.budget.available:
-            cause = "does_not_fit"
-            self.record("rejection", request, tokens, tokens, started, cause=cause)
-            raise RejectedError(
-                f"The request needs {tokens} tokens ({'exact' if exact else 'estimated'}) but only "
-                f"{self.budget.available} fit (window {self.budget.window} minus {self.budget.reserve} "
-                "reserved for the answer), even after clearing and compaction. Nothing was sent. "
-                "Shorten the prompt, start a new conversation, or raise --context-window if the "
-                "server really has more room.",
-                cause=cause,
-            )
-        self.record("admission", request, tokens, tokens, started)
-        return Prepared(request, tokens, exact, restore, checkpoint)
+                continue
+            if applied is not None:
+                checkpoint = applied.checkpoint
+                room = replace(room, request=applied.request, before=applied.after, prev=self.watch.prev)
+        count = room.before
+        if count.tokens > self._budget.available:
+            self.journal.record(self._row("rejection", count, count, started, "does_not_fit"))
+            raise RejectedError(self._budget.refusal(count.tokens, count.exact), cause="does_not_fit")
+        self.journal.record(self._row("admission", count, count, started))
+        return Admitted(room.request, count, request.messages if checkpoint else None, checkpoint)
 
-    def restore(self, prepared: Prepared, why: str) -> tuple[Message, ...]:
-        """Undo this call's transformation after the provider failed (one bounded recovery)."""
-        if prepared.restore is None:
-            return prepared.request.messages
-        before = prepared.tokens
-        after = self.count(prepared.request.with_messages(prepared.restore))[0]
-        self.emit(ContextAction("restored", before, after, checkpoint=prepared.checkpoint))
-        self.record("recovery", prepared.request, before, after, time.monotonic(), cause=why)
-        self.reset_detection()
-        return prepared.restore
+    def adopt_window(self, real: int | None) -> bool:
+        """Take the window a server named in its "too long" error, if smaller, and say so. False: none."""
+        window = self._budget.window
+        if real is None or real >= window:
+            return False
+        self.emit(
+            Warning(
+                f"The server says its window is {real} tokens, not {window}: using {real} from now on, "
+                f"compacting once and retrying once. Pass --context-window {real} to start with it."
+            )
+        )
+        self._budget = Budget(real, self._budget.max_tokens, "server error")
+        return True
+
+    def recover(self, admitted: Admitted, why: str) -> None:
+        """Put back the conversation this call transformed, after the provider failed."""
+        back = admitted.restore
+        if back is not None:
+            after = self.meter.count(admitted.request.with_messages(back))
+            outcome = Outcome(back, after, source=admitted.checkpoint, cause=why)
+            self._apply(Kind.RECOVERY, admitted.request, admitted.count, lambda: outcome)
+
+    def observe(self, admitted: Admitted, end: MessageEnd, provider: Provider) -> Observation:
+        exact = admitted.count.tokens if admitted.count.exact else None
+        seen = self.watch.observe(admitted.request, end, provider, exact, self._budget.window)
+        if seen.truncated:
+            sample = seen.sample
+            self.journal.record(
+                TelemetryRecord(
+                    "overflow",
+                    self._where(),
+                    tokens_estimated=sample.estimate,
+                    tokens_exact=exact,
+                    tokens_after=sample.tokens,
+                    cause=seen.reason,
+                )
+            )
+        return seen
 
     # --- explicit actions (the REPL's /compact, /clear, /undo) -------------------------------------
 
-    def compact_now(self, request: Request, provider: Provider, instructions: str | None = None) -> Request:
-        """Compact on request, through the same transaction. Raises CompactionError, history untouched."""
-        before, _exact = self.count(request)
-        return compact(self, request, provider, before, instructions)[0]
+    def compact_now(self, request: Request, provider: Provider, instructions: str | None = None) -> None:
+        """Compact now, through the same pipeline. Raises TransformError; the conversation is then kept."""
+        room = self._room(request, provider, force=True, instructions=instructions)
+        self._apply(Kind.COMPACT, request, room.before, partial(compact, room))
 
-    def start_over(self, request: Request) -> str:
-        """Forget the conversation, after a checkpoint that /undo can restore. Raises StoreError."""
-        before, _exact = self.count(request)
-        cp = self.take_checkpoint("manual_clear", request, before)
-        if cp is None:
-            raise StoreError("the checkpoint could not be written, so the conversation was kept")
-        after = self.count(request.with_messages(()))[0]
-        self.emit(ContextAction("reset", before, after, count=len(request.messages), checkpoint=cp))
-        self.reset_detection()
-        return cp
+    def start_over(self, request: Request) -> None:
+        """Forget the conversation, after a checkpoint /undo can restore. Raises TransformError."""
+        empty = self.meter.count(request.with_messages(()))
+        outcome = Outcome((), empty, len(request.messages), cause="/clear")
+        self._apply(Kind.RESET, request, self.meter.count(request), lambda: outcome)
 
     def undo(self, request: Request, wanted: str | None = None) -> tuple[Restore, str | None] | None:
         """Restore one transformation further back (or the checkpoint `wanted`); None: nothing to undo.
 
         Returns what is restored and the checkpoint that now holds the conversation it replaces (None
-        when that conversation was empty). Raises StoreError when a checkpoint cannot be read or the
-        current conversation cannot be checkpointed first: then nothing changes.
+        when that conversation was empty). Raises StoreError when a checkpoint cannot be read, and
+        TransformError when the conversation cannot be checkpointed first: then nothing changes.
         """
-        current = request.messages
-        chosen = choose(self.journal.checkpoint_history(), current, below=self._undone, wanted=wanted)
+        chosen = choose(
+            self.journal.checkpoint_history(), request.messages, below=self._undone, wanted=wanted
+        )
         if chosen is None:
             return None
-        before = self.count(request)[0]
-        kept = None
-        if current:
-            kept = self.take_checkpoint(UNDO_REASON, request, before)
-            if kept is None:
-                raise StoreError(
-                    "the conversation as it is could not be checkpointed first, so nothing was undone"
-                )
+        after = self.meter.count(request.with_messages(chosen.messages))
+        outcome = Outcome(chosen.messages, after, len(chosen.messages), chosen.checkpoint, cause="undo")
+        applied = self._apply(Kind.UNDO, request, self.meter.count(request), lambda: outcome)
         self._undone = chosen.checkpoint
-        after = self.count(request.with_messages(chosen.messages))[0]
-        self.emit(
-            ContextAction("restored", before, after, count=len(chosen.messages), checkpoint=chosen.checkpoint)
-        )
-        self.record(
-            "recovery", request, before, after, time.monotonic(), cause="undo", checkpoint=chosen.checkpoint
-        )
-        self.reset_detection()
-        return chosen, kept
+        return chosen, applied.checkpoint if applied else None
 
-    # --- after a call ----------------------------------------------------------------------------
+    # --- the one pipeline ------------------------------------------------------------------------
 
-    def observe(
-        self, request: Request, end: MessageEnd, provider: Provider, exact: int | None
-    ) -> Observation:
-        raw = self.raw_estimate(request)
-        cur = Sample(end.usage.prompt_tokens, raw)
-        shift = generation_overflow(cur.tokens, end.usage.output_tokens, self.budget.window)
-        if shift:
-            self.emit(
-                Warning(
-                    f"The server reports {cur.tokens} prompt + {end.usage.output_tokens} generated tokens, "
-                    f"more than the {self.budget.window}-token window: it may have shifted context while "
-                    "generating, so this answer may have lost the start of the conversation."
-                )
-            )
-        if cur.tokens <= 0:
-            return Observation(False, cur, context_shift=shift)
-        new = request.messages[self._prev_len :] if self.prev else request.messages
-        verdict = self.detector.assess(
-            self.prev,
-            cur,
-            ratio=self.calibration.ratio,
-            window=self.budget.window,
-            new_estimate=self.estimates.total(new),
-            exact=exact,
-        )
-        if verdict.status == "suspect":
-            verdict = self._resolve(verdict, request, new, provider)
-        if verdict.status == "truncated":
-            self.journal.record(
-                "overflow",
-                session=self.facts.session,
-                tokens_estimated=raw,
-                tokens_exact=exact,
-                tokens_after=cur.tokens,
-                cause=verdict.reason,
-                **self._where(),
-            )
-            return Observation(True, cur, self._overflow_message(cur, verdict), shift)
-        self.calibration.update(cur)
-        self.prev = cur
-        self._prev_len = len(request.messages)
-        return Observation(False, cur, context_shift=shift)
-
-    def _resolve(
-        self, verdict: Verdict, request: Request, new: tuple[Message, ...], provider: Provider
-    ) -> Verdict:
-        """Measure the new content alone (a max_tokens=1 request) to settle a suspicion."""
-        from aforo.context.calls import measure_new_content
-
+    def _apply(
+        self, kind: Kind, request: Request, before: Count, step: Callable[[], Plan | None]
+    ) -> Applied | None:
+        """Plan, checkpoint, transform; then tell, record and adopt. None: the plan had nothing to do,
+        or clearing was skipped for want of a checkpoint. Raises TransformError, conversation untouched."""
+        names, started = kind.value, time.monotonic()
         try:
-            tokens, baseline = measure_new_content(provider, request, new, self._baseline.get(self._fixed[0]))
-            self._baseline[self._fixed[0]] = baseline
-        except ProviderError as exc:
-            # Unresolved suspicion fails safe: trusting it could mean answering without the task.
-            self.emit(Warning(f"Could not measure the new content to check for truncation: {exc}"))
-            return replace(
-                verdict, status="truncated", reason=f"{verdict.reason}; the new content could not be measured"
+            plan = step()
+            if plan is None:
+                return None
+            checkpoint = self._checkpoint(kind, request, before)
+            outcome = plan(checkpoint) if callable(plan) else plan
+        except _NotWritten as exc:
+            self.emit(
+                Warning(f"Not {names.doing} the conversation: the checkpoint could not be written ({exc}).")
             )
-        return self.detector.resolve(verdict, tokens)
-
-    def _overflow_message(self, cur: Sample, verdict: Verdict) -> str:
-        real = verdict.seems_real_window
-        suggest = f" --context-window {real}" if real else " --context-window N (smaller)"
-        return (
-            f"The server silently dropped part of the conversation: {verdict.reason}. "
-            "Its answer was discarded and your conversation is intact. "
-            + (f"The real window seems to be about {real} tokens. " if real else "")
-            + f"Fix: run with{suggest}, or on Ollama raise num_ctx (OLLAMA_CONTEXT_LENGTH) or use "
-            "--server ollama so aforo sets it."
-        )
-
-    # --- records ---------------------------------------------------------------------------------
-
-    def _where(self) -> dict[str, Any]:
-        return {
-            "model": self.facts.model,
-            "server": self.facts.server,
-            "window": self.budget.window,
-            "window_source": self.facts.window_source,
-            "counter": self.counter_name,
-        }
-
-    def record(
-        self, event: str, request: Request, before: int, after: int, started: float, **fields: Any
-    ) -> None:
+            self.journal.record(self._row("rejection", before, before, started, f"checkpoint: {exc}"))
+            if names.unwritten is None:
+                return None
+            raise TransformError(names.unwritten) from exc
+        except TransformError as exc:
+            self.journal.record(self._row("rejection", before, before, started, f"{names.event}: {exc}"))
+            raise
+        result = request.with_messages(outcome.messages)
+        named = outcome.source or checkpoint
+        self.emit(ContextAction(names.action, before.tokens, outcome.after.tokens, outcome.count, named))
+        row = self._row(names.event, before, outcome.after, started, outcome.cause)
         self.journal.record(
-            event,
-            session=self.facts.session,
-            tokens_before=before,
-            tokens_after=after,
-            tokens_estimated=self.calibration.scale(self.raw_estimate(request)),
-            duration_ms=round((time.monotonic() - started) * 1000, 3),
-            **self._where(),
-            **fields,
+            replace(
+                row,
+                checkpoint=named,
+                summary_tokens=outcome.summary_tokens,
+                bytes_before=conversation_bytes(request.messages),
+                bytes_after=conversation_bytes(outcome.messages),
+            )
+        )
+        self.conversation.replace(outcome.messages)
+        return Applied(result, outcome.after, checkpoint)
+
+    def _checkpoint(self, kind: Kind, request: Request, before: Count) -> str | None:
+        reason = kind.value.reason
+        # An undo from an empty conversation has nothing to keep.
+        if reason is None or (kind is Kind.UNDO and not request.messages):
+            return None
+        facts = checkpoint_facts(reason, request.messages, before.tokens, self._where())
+        try:
+            checkpoint = self.journal.checkpoint(request.messages, facts)
+        except StoreError as exc:
+            raise _NotWritten(str(exc)) from exc
+        self._undone = None  # a new checkpoint: the next /undo walks back from it
+        return checkpoint
+
+    def _room(
+        self, request: Request, provider: Provider, *, force: bool = False, instructions: str | None = None
+    ) -> Room:
+        """What a stage may look at, as plain values: the stages never see the governor."""
+        return Room(
+            request,
+            self.meter.count(request),
+            self._budget,
+            self.policy,
+            self.meter.count,
+            partial(collect, provider),
+            self.meter.estimates.of,
+            self.watch.prev,
+            self.meter.calibration.ratio,
+            force,
+            instructions,
         )
 
-    def take_checkpoint(self, reason: str, request: Request, tokens: int, summary: str = "") -> str | None:
-        """Write the checkpoint first; without one, the transformation is not applied."""
-        ledger = build_ledger(request.messages)
-        facts = {
-            **self._where(),
-            "session": self.facts.session,
-            "tokens_before": tokens,
-            "goal": ledger.goal,
-            "constraints": {"hard": list(ledger.hard), "soft": list(ledger.soft)},
-            "evidence": [{"source": e.source, "tool_use_id": e.tool_use_id} for e in ledger.evidence],
-            "summary": summary,
-        }
-        try:
-            cp = self.journal.checkpoint(reason=reason, messages=list(request.messages), facts=facts)
-        except StoreError as exc:
-            self.emit(
-                Warning(
-                    f"Not {_DOING.get(reason, reason)} the conversation: the checkpoint could not be "
-                    f"written ({exc})."
-                )
-            )
-            self.journal.record("rejection", session=self.facts.session, cause=f"checkpoint: {exc}")
-            return None
-        if reason != UNDO_REASON:
-            self._undone = None  # a new transformation: the next /undo starts from it
-        return cp
+    def _where(self) -> Where:
+        budget = self._budget
+        return Where(self.model, self.server, budget.window, budget.source, self.meter.name)
+
+    def _row(
+        self, event: str, before: Count, after: Count, started: float, cause: str | None = None
+    ) -> TelemetryRecord:
+        return TelemetryRecord(
+            event,
+            self._where(),
+            tokens_before=before.tokens,
+            tokens_after=after.tokens,
+            tokens_estimated=after.estimated,
+            duration_ms=round((time.monotonic() - started) * 1000, 3),
+            cause=cause,
+        )

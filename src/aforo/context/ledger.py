@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from aforo.messages import Message, ToolUse
+from aforo.records import CheckpointFacts, Decision, Evidence, Where
 
 COMPACTED_HEADER = "[Conversation compacted by aforo to save context."
+SUMMARY_HEADER = "## Summary of the work so far"
+EVIDENCE_HEADER = "## Evidence consulted (re-run the tool to see it again)"
+CONTINUE = "Continue the user's task from here."
 
 _HARD = re.compile(
     r"\b(must|never|don't|do not|only|always|exactly|at most|at least|no more than|required|forbidden|"
@@ -22,12 +26,11 @@ _HARD = re.compile(
 )
 _SOFT = re.compile(r"\b(should|prefer|preferably|ideally|try to|avoid|if possible|mejor|preferible)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-
-
-@dataclass(frozen=True)
-class Evidence:
-    source: str
-    tool_use_id: str
+# A section header of the summary format (compaction.SUMMARY_SYSTEM), with or without Markdown emphasis.
+_SECTION = re.compile(
+    r"^[\s#*_-]*(goal|constraints|decisions|evidence|next action)[\s*_]*:[\s*_]*(.*)$", re.IGNORECASE | re.M
+)
+_BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,10 @@ class Ledger:
     requests: tuple[str, ...] = ()
     hard: tuple[str, ...] = ()
     soft: tuple[str, ...] = ()
-    evidence: tuple[Evidence, ...] = field(default_factory=tuple)
+    evidence: tuple[Evidence, ...] = ()
+    # From the newest compaction summary in the conversation: what the model said it decided and does next.
+    decisions: tuple[Decision, ...] = ()
+    next_action: str = ""
 
     @property
     def goal(self) -> str:
@@ -115,16 +121,45 @@ def requests_in(message: Message) -> list[str]:
     return [text] if text.strip() else []
 
 
+def summary_sections(message: Message) -> dict[str, str]:
+    """The sections ("decisions", "next action"...) of the model's summary inside a compacted message."""
+    text = message.text
+    start = text.find(SUMMARY_HEADER)
+    if start == -1:
+        return {}
+    summary = text[start + len(SUMMARY_HEADER) :]
+    for end in (f"\n\n{EVIDENCE_HEADER}", f"\n\n{CONTINUE}"):
+        if (cut := summary.rfind(end)) != -1:
+            summary = summary[:cut]
+            break
+    headers = list(_SECTION.finditer(summary))
+    ends = [h.start() for h in headers[1:]] + [len(summary)]
+    return {
+        h.group(1).lower(): (h.group(2) + summary[h.end() : end]).strip()
+        for h, end in zip(headers, ends, strict=True)
+    }
+
+
+def decisions_of(section: str) -> tuple[Decision, ...]:
+    """One decision per line; "A because B" keeps B as the why, as the summary format asks."""
+    lines = (_BULLET.sub("", line).strip() for line in section.splitlines())
+    return tuple(
+        Decision(d.strip(), why.strip()) for d, _, why in (x.partition(" because ") for x in lines if x)
+    )
+
+
 def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
     requests: list[str] = []
     evidence: list[Evidence] = []
     seen_sources: set[str] = set()
+    sections: dict[str, str] = {}
     for message in messages:
         if message.role == "user":
             for req in requests_in(message):
                 if req not in requests:
                     requests.append(req)
             if is_compacted(message):
+                sections = summary_sections(message)
                 for source in tagged(message.text, "evidence"):
                     if source not in seen_sources:
                         seen_sources.add(source)
@@ -140,4 +175,28 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
         h, s = constraints_of(req)
         hard += [c for c in h if c not in hard]
         soft += [c for c in s if c not in soft]
-    return Ledger(tuple(requests), tuple(hard), tuple(soft), tuple(evidence))
+    return Ledger(
+        tuple(requests),
+        tuple(hard),
+        tuple(soft),
+        tuple(evidence),
+        decisions_of(sections.get("decisions", "")),
+        " ".join(sections.get("next action", "").split()),
+    )
+
+
+def checkpoint_facts(
+    reason: str, messages: list[Message] | tuple[Message, ...], tokens_before: int, where: Where
+) -> CheckpointFacts:
+    led = build_ledger(messages)
+    return CheckpointFacts(
+        reason,
+        tokens_before,
+        where,
+        led.goal,
+        led.hard,
+        led.soft,
+        led.decisions,
+        led.evidence,
+        led.next_action,
+    )

@@ -3,27 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from aforo.messages import Message
+from aforo.records import CheckpointFacts, TelemetryRecord
 
 
 class MemoryJournal:
     def __init__(self) -> None:
-        self.checkpoints: list[tuple[str, str, list[Message], dict[str, Any]]] = []
-        self.records: list[dict[str, Any]] = []
+        # (id, reason, messages, facts), oldest first
+        self.checkpoints: list[tuple[str, str, list[Message], CheckpointFacts]] = []
+        self.records: list[TelemetryRecord] = []
 
-    def checkpoint(self, *, reason: str, messages: list[Message], facts: dict[str, Any]) -> str:
+    def checkpoint(self, messages: tuple[Message, ...], facts: CheckpointFacts) -> str:
         cp_id = f"mem-{len(self.checkpoints) + 1}"
-        self.checkpoints.append((cp_id, reason, list(messages), dict(facts)))
+        self.checkpoints.append((cp_id, facts.reason, list(messages), facts))
         return cp_id
 
     def checkpoint_history(self) -> Iterator[tuple[str, str, list[Message]]]:
         for cp_id, reason, messages, _facts in reversed(self.checkpoints):
             yield cp_id, reason, list(messages)
 
-    def record(self, event: str, **fields: Any) -> None:
-        self.records.append({"event": event, **fields})
+    def record(self, record: TelemetryRecord) -> None:
+        self.records.append(record)
 
-    def events(self, name: str) -> list[dict[str, Any]]:
-        return [r for r in self.records if r["event"] == name]
+    def events(self, name: str) -> list[TelemetryRecord]:
+        return [r for r in self.records if r.event == name]

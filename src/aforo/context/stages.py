@@ -2,19 +2,33 @@
 
 Neither mutates its input: each returns new messages plus what it did, so the caller can keep the old
 list to roll back. Both keep tool pairs atomic by construction: they only rewrite the *content* of a
-tool_result, never remove a tool_use or a result.
+tool_result, never remove a tool_use or a result. `clear` is stage 2 as the governor runs it.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from aforo.context.tokens import CHARS_PER_TOKEN
+from aforo.context.plan import Outcome, Plan, Room
+from aforo.context.tokens import chars_for
 from aforo.messages import CLEARED_NOTE, Message, ToolResult
 
 # Share of a capped result kept from the head; the rest comes from the tail (errors and totals
 # usually sit at the end of an output, the context at its start).
 HEAD_SHARE = 0.6
+
+
+@dataclass(frozen=True)
+class Cap:
+    """No single tool result may exceed `tokens` real tokens; `ratio` is the calibrated tokens/estimate."""
+
+    tokens: int
+    ratio: float = 1.0
+
+    @property
+    def chars(self) -> int:
+        """The cap in characters, so the cap holds in real tokens, not only estimated ones."""
+        return chars_for(self.tokens, self.ratio)
 
 
 @dataclass(frozen=True)
@@ -30,7 +44,7 @@ def cap_text(content: str, max_tokens: int, ratio: float = 1.0) -> CapResult:
 
     `ratio` is the calibrated tokens/estimate, so the cap holds in real tokens, not only estimated ones.
     """
-    limit = int(max_tokens * CHARS_PER_TOKEN / max(ratio, 0.05))
+    limit = chars_for(max_tokens, ratio)
     if len(content) <= limit:
         return CapResult(content, False)
     marker_room = 200
@@ -97,3 +111,16 @@ def clear_old_results(messages: list[Message], keep: int) -> ClearResult:
             count += 1
         out[mi] = replace(out[mi], content=tuple(blocks))
     return ClearResult(out, count)
+
+
+def clear(room: Room) -> Plan | None:
+    """Stage 2 past `clear_at`: clear old tool results, when that really saves room."""
+    if room.before.tokens <= room.policy.clear_threshold(room.budget):
+        return None
+    cleared = clear_old_results(list(room.request.messages), room.policy.keep_tool_results)
+    if not cleared.count:
+        return None
+    after = room.count(room.request.with_messages(cleared.messages))
+    if after.tokens >= room.before.tokens:
+        return None
+    return Outcome(tuple(cleared.messages), after, count=cleared.count)

@@ -12,15 +12,45 @@ import math
 import operator
 from dataclasses import dataclass
 
-from aforo.messages import Message, Request, TextBlock, ToolSpec, ToolUse
+from aforo.messages import Message, Request, TextBlock, ToolSpec, ToolUse, messages_to_list
 
 CHARS_PER_TOKEN = 4
 # Role markers and template framing that every message costs, in characters.
 MESSAGE_OVERHEAD_CHARS = 16
+# Below this the calibration ratio is not trusted to shrink a character budget further.
+MIN_RATIO = 0.05
+
+
+@dataclass(frozen=True)
+class Count:
+    """The prompt tokens of a request, whether they are `exact` (the model's tokenizer), and by whom.
+
+    `estimated` is the calibrated estimate of the same request, which telemetry keeps next to an exact
+    count (equal to `tokens` when the count is the estimate)."""
+
+    tokens: int
+    exact: bool
+    counter: str
+    estimated: int
 
 
 def estimate_text(text: str) -> int:
     return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def chars_for(tokens: int, ratio: float = 1.0) -> int:
+    """How many characters hold `tokens` real tokens, given the calibrated tokens/estimate `ratio`."""
+    return int(tokens * CHARS_PER_TOKEN / max(ratio, MIN_RATIO))
+
+
+def frame_key(request: Request) -> int:
+    """What identifies a request's fixed part (system prompt and tools) across turns."""
+    return hash((request.system, tuple(t.name for t in request.tools)))
+
+
+def conversation_bytes(messages: list[Message] | tuple[Message, ...]) -> int:
+    """Bytes and tokens are different units (SPEC §5): telemetry reports both."""
+    return len(json.dumps(messages_to_list(messages), ensure_ascii=False).encode())
 
 
 def message_chars(message: Message) -> int:

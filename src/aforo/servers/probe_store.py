@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aforo import safejson
-from aforo.errors import LimitExceeded
-from aforo.store.atomic import atomic_write, encode_json
+from aforo.errors import StoreError
+from aforo.limits import STATE_FILE_BYTES
+from aforo.store.atomic import atomic_write, encode_json, read_json
 from aforo.store.paths import state_dir
 
 PROBES_FILE = "probes.json"
@@ -50,8 +50,10 @@ class ProbeStore:
 
     def _read(self) -> dict[str, Any]:
         try:
-            data = safejson.loads(self.path.read_bytes(), f"probe results {self.path}")
-        except (OSError, ValueError, LimitExceeded):
+            data = read_json(
+                self.path, "probe results", missing="", corrupt_advice="", max_bytes=STATE_FILE_BYTES
+            )
+        except StoreError:
             return {}
         if (
             not isinstance(data, dict)

@@ -1,73 +1,80 @@
 """The governor's Journal on disk: checkpoints through CheckpointStore, telemetry through SQLite.
 
 A telemetry write that fails must not stop the user's run (it is a record, not the work), so it
-becomes a warning once; a checkpoint that fails raises, so the transformation is not applied.
+becomes a warning once; a checkpoint that fails raises, so the transformation is not applied. Every
+field of a TelemetryRecord goes to the column of its name: a field the store has no column for is a
+TypeError at the first record, never a silent drop.
 """
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Any
 
 from aforo.errors import StoreError
 from aforo.events import EventSink, Warning
 from aforo.messages import Message
+from aforo.records import CheckpointFacts, TelemetryRecord
 from aforo.store.checkpoints import Checkpoint, CheckpointStore
 from aforo.store.telemetry import Telemetry
-
-_TELEMETRY_FIELDS = frozenset(inspect.signature(Telemetry.record).parameters) - {"self", "event"}
 
 
 class StoreJournal:
     def __init__(
-        self, session: str, checkpoints: CheckpointStore, telemetry: Telemetry | None, emit: EventSink
+        self,
+        session: Callable[[], str],
+        checkpoints: CheckpointStore,
+        telemetry: Telemetry | None,
+        emit: EventSink,
     ) -> None:
+        # Asked at every write: the session can change under a running REPL (/resume).
         self.session = session
         self.checkpoints = checkpoints
         self.telemetry = telemetry
         self.emit = emit
         self.last_path: Path | None = None
 
-    def checkpoint(self, *, reason: str, messages: list[Message], facts: dict[str, Any]) -> str:
+    def checkpoint(self, messages: tuple[Message, ...], facts: CheckpointFacts) -> str:
+        where = facts.where
         cp = Checkpoint(
-            session_id=self.session,
-            reason=reason,
+            session_id=self.session(),
+            reason=facts.reason,
             messages=list(messages),
-            goal=str(facts.get("goal", "")),
-            constraints=facts.get("constraints") or {"hard": [], "soft": []},
-            decisions=list(facts.get("decisions", [])),
-            evidence=[
-                {"source": e["source"], "detail": e.get("tool_use_id", "")} for e in facts.get("evidence", [])
-            ],
-            next_action=str(facts.get("next_action", "")),
-            model=str(facts.get("model", "")),
-            server=str(facts.get("server", "")),
-            window=int(facts.get("window", 0)),
-            window_source=str(facts.get("window_source", "")),
-            tokens_before=int(facts.get("tokens_before", 0)),
-            counter=str(facts.get("counter", "")),
+            goal=facts.goal,
+            constraints={"hard": list(facts.hard), "soft": list(facts.soft)},
+            decisions=[{"decision": d.decision, "why": d.why} for d in facts.decisions],
+            evidence=[{"source": e.source, "detail": e.detail} for e in facts.evidence],
+            next_action=facts.next_action,
+            model=where.model,
+            server=where.server,
+            window=where.window,
+            window_source=where.window_source,
+            tokens_before=facts.tokens_before,
+            counter=where.counter,
         )
         self.last_path = self.checkpoints.write(cp)
         return cp.id
 
     def checkpoint_history(self) -> Iterator[tuple[str, str, list[Message]]]:
         # Loaded one by one: an undo usually needs only the newest; a corrupt file raises, never skipped.
-        for entry in self.checkpoints.list(self.session):
+        for entry in self.checkpoints.list(self.session()):
             cp = self.checkpoints.load(entry.path)
             yield cp.id, cp.reason, list(cp.messages)
 
-    def record(self, event: str, **fields: Any) -> None:
+    def record(self, record: TelemetryRecord) -> None:
         if self.telemetry is None:
             return
-        known = {k: v for k, v in fields.items() if k in _TELEMETRY_FIELDS}
-        known.setdefault("session", self.session)
-        cp = known.get("checkpoint")
-        if cp and self.last_path is not None and str(cp) in self.last_path.name:
-            known["checkpoint"] = self.last_path  # the file, so `aforo stats` points at it
+        columns: dict[str, Any] = asdict(record.where)
+        columns.update(
+            (f.name, getattr(record, f.name)) for f in fields(record) if f.name not in ("event", "where")
+        )
+        cp = record.checkpoint
+        if cp and self.last_path is not None and cp in self.last_path.name:
+            columns["checkpoint"] = self.last_path  # the file, so `aforo stats` points at it
         try:
-            self.telemetry.record(event, **known)
+            self.telemetry.record(record.event, session=self.session(), **columns)
         except StoreError as exc:
             self.emit(Warning(f"Telemetry is off for this run: {exc}"))
             self.telemetry = None

@@ -30,7 +30,10 @@ from aforo.wire.body import JSON_HEADERS, encode_body
 from aforo.wire.bounded import read_body, server_json
 from aforo.wire.overflow_dialects import map_overflow
 
-START_A_SERVER = "start one (ollama serve / llama-server -m MODEL …) or pass --base-url"
+START_A_SERVER = (
+    "start one (ollama serve / llama-server -m MODEL …), pass --base-url, "
+    "or run `aforo --local` to use aforo's own engine (built on first use)"
+)
 
 # Discovery must never make start-up slow: a server that takes longer than this to say what it is
 # is treated as not saying it.

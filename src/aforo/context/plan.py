@@ -1,0 +1,66 @@
+"""What a transformation of the conversation sees and what it produces: plain values, never the governor.
+
+A stage gets a `Room` (the request, its count, the budget, the policy and two callables: count a
+request, ask the model for a summary) and returns a `Plan`, or None when it has nothing to do. A plan
+is what replaces the conversation (an `Outcome`), or a function that makes it once the checkpoint is
+written (compaction names the checkpoint in the summary it writes). Everything around that (checkpoint
+first, events, telemetry, adopting the result) is the governor's one pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aforo.context.budget import Budget
+from aforo.context.policy import Policy
+from aforo.context.tokens import Count, Sample
+from aforo.messages import Message, Request
+from aforo.stream import Reply
+
+
+@dataclass(frozen=True)
+class Room:
+    request: Request
+    before: Count
+    budget: Budget
+    policy: Policy
+    count: Callable[[Request], Count]
+    summarize: Callable[[Request], Reply]
+    estimate: Callable[[Message], int]  # raw tokens of one message (cached)
+    prev: Sample | None  # the last sample judged good, if growth has not restarted since
+    ratio: float  # the calibrated tokens/estimate
+    force: bool = False  # compact even below the threshold (/compact, or a loud overflow)
+    instructions: str | None = None  # the user's instructions for the summary (/compact ...)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The conversation a transformation made, and what the event and the telemetry say about it."""
+
+    messages: tuple[Message, ...]
+    after: Count
+    count: int = 0  # what the event line counts: results cleared, messages set aside or restored
+    source: str | None = None  # the checkpoint restored from, when it is not the one just written
+    cause: str | None = None
+    summary_tokens: int | None = None
+
+
+Plan = Outcome | Callable[[str | None], Outcome]
+
+
+@dataclass(frozen=True)
+class Admitted:
+    """A request admitted for sending; `restore` holds the conversation before this call transformed it."""
+
+    request: Request
+    count: Count
+    restore: tuple[Message, ...] | None = None
+    checkpoint: str | None = None
+
+
+@dataclass(frozen=True)
+class Applied:
+    request: Request
+    after: Count
+    checkpoint: str | None  # the one written before the transformation (None: it needed none)

@@ -1,0 +1,49 @@
+"""One name per transformation of the conversation; every other name of it comes from this one table.
+
+The checkpoint reason and the telemetry event are already on disk (checkpoint files and databases of
+earlier runs), so they never change; the event action is what `--json` prints. A transformation with
+a stage is one admission runs by itself before every model call, in the order of the table: a new
+stage is its function (Room -> Plan | None, see `aforo.context.plan`) plus one row here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal
+
+from aforo.context.compaction import compact
+from aforo.context.plan import Plan, Room
+from aforo.context.stages import clear
+from aforo.context.undo import UNDO_REASON
+
+
+@dataclass(frozen=True)
+class Names:
+    reason: str | None  # of its checkpoint; None: it takes none (the history is in one already)
+    action: Literal["cleared", "compacted", "restored", "reset"]  # of its ContextAction event
+    event: str  # of its telemetry record
+    doing: str  # in "Not <doing> the conversation: the checkpoint could not be written"
+    # Why it was not applied when its checkpoint could not be written; None: it is silently skipped.
+    unwritten: str | None = None
+    stage: Callable[[Room], Plan | None] | None = None
+
+
+# Why a transformation that needs a checkpoint was not applied without one (the user reads these).
+_NOTHING_TRANSFORMED = "the checkpoint could not be written, so nothing was transformed"
+_CONVERSATION_KEPT = "the checkpoint could not be written, so the conversation was kept"
+_NOTHING_UNDONE = "the conversation as it is could not be checkpointed first, so nothing was undone"
+
+
+class Kind(Enum):
+    # Names(checkpoint reason, event action, telemetry event, warning verb, [unwritten], [stage])
+    CLEAR = Names("clear", "cleared", "clearing", "clearing", stage=clear)
+    COMPACT = Names("compact", "compacted", "compaction", "compacting", _NOTHING_TRANSFORMED, compact)
+    RESET = Names("manual_clear", "reset", "clearing", "clearing", _CONVERSATION_KEPT)  # /clear
+    UNDO = Names(UNDO_REASON, "restored", "recovery", "undoing", _NOTHING_UNDONE)
+    RECOVERY = Names(None, "restored", "recovery", "restoring")  # after a failed call
+
+
+# What admission runs before every call, in this order.
+STAGES = tuple((kind, kind.value.stage) for kind in Kind if kind.value.stage is not None)

@@ -1,0 +1,134 @@
+"""After a call: did the server silently drop part of the prompt? (SPEC §4)
+
+The watch keeps what detection compares against: the last sample judged good and how many messages it
+covered. A suspicion is settled by measuring the new content alone (two max_tokens=1 requests). Only a
+clean answer calibrates the estimate. When the conversation is replaced, growth restarts (`reset`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from aforo.context.counting import Meter
+from aforo.context.overflow import COMMON_WINDOWS, TruncationDetector, Verdict, generation_overflow
+from aforo.context.tokens import Sample, frame_key
+from aforo.errors import ContextOverflowError, ProviderError
+from aforo.events import EventSink, Warning
+from aforo.messages import Message, MessageEnd, Request
+from aforo.protocols import Provider
+from aforo.stream import collect
+
+
+@dataclass(frozen=True)
+class Observation:
+    truncated: bool
+    sample: Sample
+    message: str = ""
+    context_shift: bool = False
+    reason: str = ""
+
+
+class Watch:
+    def __init__(self, meter: Meter, emit: EventSink, *, window_known: bool) -> None:
+        self.meter = meter
+        self.emit = emit
+        # When the server itself told us its window, only that one can be crossed: fewer probes.
+        self.detector = TruncationDetector(() if window_known else COMMON_WINDOWS)
+        self.prev: Sample | None = None
+        self._prev_len = 0
+        # Prompt tokens of a one-character request with this system prompt and tools, per frame_key.
+        self._baseline: dict[int, int] = {}
+
+    def reset(self) -> None:
+        self.prev = None
+        self._prev_len = 0
+
+    def observe(
+        self, request: Request, end: MessageEnd, provider: Provider, exact: int | None, window: int
+    ) -> Observation:
+        cur = Sample(end.usage.prompt_tokens, self.meter.raw(request))
+        shift = generation_overflow(cur.tokens, end.usage.output_tokens, window)
+        if shift:
+            self.emit(
+                Warning(
+                    f"The server reports {cur.tokens} prompt + {end.usage.output_tokens} generated tokens, "
+                    f"more than the {window}-token window: it may have shifted context while "
+                    "generating, so this answer may have lost the start of the conversation."
+                )
+            )
+        if cur.tokens <= 0:
+            return Observation(False, cur, context_shift=shift)
+        new = request.messages[self._prev_len :] if self.prev else request.messages
+        verdict = self.detector.assess(
+            self.prev,
+            cur,
+            ratio=self.meter.calibration.ratio,
+            window=window,
+            new_estimate=self.meter.estimates.total(new),
+            exact=exact,
+        )
+        if verdict.status == "suspect":
+            verdict = self._resolve(verdict, request, new, provider)
+        if verdict.status == "truncated":
+            return Observation(True, cur, silent_overflow_message(verdict), shift, verdict.reason)
+        self.meter.calibration.update(cur)
+        self.prev = cur
+        self._prev_len = len(request.messages)
+        return Observation(False, cur, context_shift=shift)
+
+    def _resolve(
+        self, verdict: Verdict, request: Request, new: tuple[Message, ...], provider: Provider
+    ) -> Verdict:
+        """Measure the new content alone (a max_tokens=1 request) to settle a suspicion."""
+        key = frame_key(request)
+        try:
+            tokens, self._baseline[key] = measure_new_content(provider, request, new, self._baseline.get(key))
+        except ProviderError as exc:
+            # Unresolved suspicion fails safe: trusting it could mean answering without the task.
+            self.emit(Warning(f"Could not measure the new content to check for truncation: {exc}"))
+            return replace(
+                verdict, status="truncated", reason=f"{verdict.reason}; the new content could not be measured"
+            )
+        return self.detector.resolve(verdict, tokens)
+
+
+def measure_new_content(
+    provider: Provider, request: Request, new: tuple[Message, ...], baseline: int | None = None
+) -> tuple[int, int]:
+    """Prompt tokens of the messages `new` alone, as the server counts them, and the baseline used.
+
+    They are sent as they are (same framing as in the conversation) behind a minimal opening turn,
+    with the same system prompt and tools, and a baseline of that opening alone is subtracted, so the
+    template, the system prompt and the tool definitions cancel out. Both requests ask for one token;
+    the caller keeps the baseline, which only changes with the system prompt and tools.
+    """
+    opening: tuple[Message, ...] = (Message.user("."),)
+    if new and new[0].role == "user":
+        opening = (*opening, Message.assistant("."))
+    probe = Request(request.model, request.system, request.tools, (*opening, *new), 1)
+    measured = collect(provider, probe).end.usage.prompt_tokens
+    if baseline is None or len(opening) != 1:
+        base = Request(request.model, request.system, request.tools, opening, 1)
+        baseline = collect(provider, base).end.usage.prompt_tokens
+    return max(0, measured - baseline), baseline
+
+
+def silent_overflow_message(verdict: Verdict) -> str:
+    real = verdict.seems_real_window
+    suggest = f" --context-window {real}" if real else " --context-window N (smaller)"
+    return (
+        f"The server silently dropped part of the conversation: {verdict.reason}. "
+        "Its answer was discarded and your conversation is intact. "
+        + (f"The real window seems to be about {real} tokens. " if real else "")
+        + f"Fix: run with{suggest}, or on Ollama raise num_ctx (OLLAMA_CONTEXT_LENGTH) or use "
+        "--server ollama so aforo sets it."
+    )
+
+
+def loud_overflow_message(exc: ContextOverflowError) -> str:
+    where = f" (server window {exc.n_ctx} tokens)" if exc.n_ctx else ""
+    return (
+        f"The server refused the request as too long{where}: {exc}. The conversation is intact. "
+        "Fix: set the real window with --context-window N so aforo clears and compacts in time, "
+        "or start a new conversation."
+    )

@@ -1,0 +1,66 @@
+"""What the governor leaves on record: the facts of a checkpoint and one telemetry row, as typed values.
+
+They cross the `Journal` seam (aforo.protocols), so they sit low in the layering and import nothing of
+ours: the context layer fills them, the store maps them onto files and SQLite columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a record was made: the model, the server, its window and how tokens were counted."""
+
+    model: str = ""
+    server: str = ""
+    window: int = 0
+    window_source: str = ""
+    counter: str = ""
+
+
+@dataclass(frozen=True)
+class CheckpointFacts:
+    """What a checkpoint says about the conversation it holds, next to the messages themselves."""
+
+    reason: str
+    tokens_before: int
+    where: Where
+    goal: str = ""
+    hard: tuple[str, ...] = ()
+    soft: tuple[str, ...] = ()
+    decisions: tuple[Decision, ...] = ()
+    evidence: tuple[Evidence, ...] = ()
+    next_action: str = ""
+
+
+@dataclass(frozen=True)
+class TelemetryRecord:
+    """One telemetry row. `event` is one of the store's event names ("admission", "compaction"...)."""
+
+    event: str
+    where: Where
+    tokens_before: int | None = None
+    tokens_after: int | None = None
+    tokens_estimated: int | None = None
+    tokens_exact: int | None = None
+    bytes_before: int | None = None
+    bytes_after: int | None = None
+    summary_tokens: int | None = None  # prompt tokens of the summary request (compaction)
+    duration_ms: float | None = None
+    cause: str | None = None
+    checkpoint: str | None = None
+
+
+class Decision(NamedTuple):
+    decision: str
+    why: str = ""
+
+
+class Evidence(NamedTuple):
+    """A fact the conversation relied on and where it came from (`detail`: the tool call id, if any)."""
+
+    source: str
+    detail: str = ""

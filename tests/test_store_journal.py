@@ -1,0 +1,82 @@
+"""The governor's records on disk: every field of a record reaches its column, checkpoint facts reach the
+checkpoint file, and the session they are filed under is asked for at each write."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import pytest
+
+from aforo.events import Event
+from aforo.messages import Message
+from aforo.records import CheckpointFacts, Decision, Evidence, TelemetryRecord, Where
+from aforo.store.checkpoints import CheckpointStore
+from aforo.store.journal import StoreJournal
+from aforo.store.telemetry import Telemetry
+
+WHERE = Where("m", "llama.cpp", 4096, "--context-window", "llama.cpp /tokenize")
+
+
+def journal(tmp_path: Path, session: list[str]) -> tuple[StoreJournal, Telemetry, list[Event]]:
+    events: list[Event] = []
+    telemetry = Telemetry(tmp_path / "telemetry.db")
+    return (
+        StoreJournal(lambda: session[0], CheckpointStore(tmp_path / "cp"), telemetry, events.append),
+        telemetry,
+        events,
+    )
+
+
+def test_every_field_of_a_record_reaches_its_column(tmp_path: Path) -> None:
+    store, telemetry, events = journal(tmp_path, ["s1"])
+    values = {
+        f.name: n for n, f in enumerate(fields(TelemetryRecord), start=11) if f.name not in ("event", "where")
+    }
+    values |= {"duration_ms": 1.5, "cause": "why", "checkpoint": "cp-1"}
+    store.record(TelemetryRecord("compaction", WHERE, **values))
+    (row,) = telemetry.rows()
+    assert row["session"] == "s1" and row["event"] == "compaction"
+    assert {k: row[k] for k in values} == values
+    assert {k: row[k] for k in ("model", "server", "window", "window_source", "counter")} == asdict(WHERE)
+    assert events == []
+
+
+def test_a_field_the_store_has_no_column_for_is_an_error(tmp_path: Path) -> None:
+    @dataclass(frozen=True)
+    class Richer(TelemetryRecord):
+        mood: str = "curious"
+
+    store, telemetry, _ = journal(tmp_path, ["s1"])
+    with pytest.raises(TypeError, match="mood"):
+        store.record(Richer("admission", WHERE))
+    assert telemetry.rows() == []
+
+
+def test_checkpoint_facts_reach_the_file_of_the_session_asked_for(tmp_path: Path) -> None:
+    session = ["s1"]
+    store, _, _ = journal(tmp_path, session)
+    facts = CheckpointFacts(
+        "compact",
+        2345,
+        WHERE,
+        goal="find the bug",
+        hard=("never touch tests/",),
+        decisions=(Decision("read a.py first", "it is the entry point"),),
+        evidence=(Evidence("Read a.py", "call_1"),),
+        next_action="read b.py",
+    )
+    session[0] = "s2"  # /resume switched sessions: the checkpoint follows
+    cp_id = store.checkpoint((Message.user("find the bug"),), facts)
+    (entry,) = store.checkpoints.list("s2")
+    cp = store.checkpoints.load(entry.path)
+    assert cp.id == cp_id and cp.session_id == "s2" and cp.reason == "compact"
+    assert cp.decisions == [{"decision": "read a.py first", "why": "it is the entry point"}]
+    assert cp.evidence == [{"source": "Read a.py", "detail": "call_1"}]
+    assert (cp.goal, cp.constraints["hard"], cp.next_action) == (
+        "find the bug",
+        ["never touch tests/"],
+        "read b.py",
+    )
+    assert (cp.tokens_before, cp.window, cp.counter) == (2345, 4096, "llama.cpp /tokenize")
+    assert [c[0] for c in store.checkpoint_history()] == [cp_id]
