@@ -192,9 +192,30 @@ def _start(
     prompt: str,
     interactive: bool,
 ) -> int:
+    try:
+        keeper = SessionKeeper(store, record, emit)
+    except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
+        _fail(exc)
+        return EXIT_USAGE
+    try:
+        return _run(cfg, emit, keeper, notes, checkpoints, telemetry, prompt, interactive)
+    finally:
+        keeper.close()
+
+
+def _run(
+    cfg: Config,
+    emit: EventSink,
+    keeper: SessionKeeper,
+    notes: list[str],
+    checkpoints: CheckpointStore,
+    telemetry: Telemetry | None,
+    prompt: str,
+    interactive: bool,
+) -> int:
     from aforo.cli.wiring import build_runtime
 
-    keeper = SessionKeeper(store, record, emit)
+    record, store = keeper.record, keeper.store
     journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
     try:
         runtime = build_runtime(cfg, keeper, journal)
