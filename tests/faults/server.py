@@ -5,7 +5,8 @@ bombs, JSON nested without end, redirects, every HTTP status with or without Ret
     with LiveServer(misbehaving_app(lambda n: endless_sse())) as server: ...
 
 `behave(n)` gets the 1-based number of the chat request and returns the starlette Response. Anything
-else (discovery) is a 404, so `--server openai` (or `ollama`) is how the CLI is pointed at it.
+else (discovery) is a 404 unless `discovery` answers it, so `--server openai` (or `ollama`) is how the
+CLI is pointed at it.
 The app records the chat request bodies it got in `app.state.bodies`.
 """
 
@@ -26,12 +27,17 @@ MiB = 1024 * 1024
 Behave = Callable[[int], Response]
 
 
-def misbehaving_app(behave: Behave) -> Starlette:
+def misbehaving_app(behave: Behave, *, discovery: Behave | None = None) -> Starlette:
+    """`discovery`, when given, answers every GET (the n-th GET gets n) instead of a 404."""
+
     async def chat(request: Request) -> Response:
         request.app.state.bodies.append(json.loads(await request.body()))
         return behave(len(request.app.state.bodies))
 
-    async def nothing(_: Request) -> Response:
+    async def nothing(request: Request) -> Response:
+        if discovery is not None and request.method == "GET":
+            request.app.state.gets += 1
+            return discovery(request.app.state.gets)
         return JSONResponse({"error": "not here"}, status_code=404)
 
     app = Starlette(
@@ -42,6 +48,7 @@ def misbehaving_app(behave: Behave) -> Starlette:
         ]
     )
     app.state.bodies = []
+    app.state.gets = 0
     return app
 
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 
+import httpx
 import pytest
+from starlette.responses import StreamingResponse
 
 from aforo.errors import ProtocolError, ProviderError, ProviderTimeout, ServerLimitExceeded
 from aforo.limits import answer_bytes
 from aforo.messages import Message, Request, StreamEvent, StreamText
 from aforo.providers.ollama import OllamaProvider
 from aforo.providers.openai_compat import OpenAICompatProvider
+from aforo.wire.http import get_json_quiet
 from faults.server import (
     Behave,
     MiB,
@@ -249,3 +252,17 @@ def test_non_sse_content_type_is_a_protocol_error(openai: Callable[..., OpenAICo
     provider = openai(lambda n: Response("<html>login</html>", media_type="text/html"))
     with pytest.raises(ProtocolError, match="event stream"):
         events(provider)
+
+
+def test_gzip_bomb_in_a_discovery_answer_is_no_answer(client: httpx.Client) -> None:
+    def bomb(n: int) -> StreamingResponse:
+        return sse(bomb_body(3 * 1024 * MiB, b" " * MiB), **{"content-encoding": "gzip"})
+
+    with LiveServer(misbehaving_app(ok_sse_for_chat, discovery=bomb)) as server:
+        started = time.monotonic()
+        assert get_json_quiet(client, f"{server.url}/v1/models", timeout=30) is None
+        assert time.monotonic() - started < 30
+
+
+def ok_sse_for_chat(n: int) -> StreamingResponse:
+    return ok_sse()
