@@ -114,7 +114,9 @@ class Agent:
         _stop_if(cancel)
         if not self.live_text and reply.text:
             self.emit(TextDelta(reply.text))
-        ran = answer(reply, self.tools, self.governor.conversation, self.governor.tool_cap(), self.emit)
+        ran = answer(
+            reply, self.tools, self.governor.conversation, self.governor.tool_cap(), self.emit, cancel
+        )
         totals.tool_calls += ran
         if ran:
             return

@@ -7,6 +7,7 @@ disk in `session_keeper`, the interactive session in `repl`. Every run is a save
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import sys
@@ -21,6 +22,7 @@ from aforo.cli.sanitize import sanitize
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import EventSink, Info, RunEnd, RunResult, Warning
+from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.store.checkpoints import CheckpointStore, MiB
 from aforo.store.journal import StoreJournal
 from aforo.store.paths import checkpoints_dir, sessions_dir
@@ -66,6 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: the server's)"
     )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long the server may stay silent while it answers ({READ_TIMEOUT.value:g})",
+    )
+    parser.add_argument(
+        "--answer-timeout",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long one answer may take in all ({ANSWER_TIMEOUT.value:g})",
+    )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
     parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
@@ -98,6 +114,8 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "temperature",
         "server",
         "tokenizer",
+        "read_timeout",
+        "answer_timeout",
     )
     flags = {k: getattr(args, k) for k in keys}
     flags["json"] = args.json
@@ -174,9 +192,30 @@ def _start(
     prompt: str,
     interactive: bool,
 ) -> int:
+    try:
+        keeper = SessionKeeper(store, record, emit)
+    except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
+        _fail(exc)
+        return EXIT_USAGE
+    try:
+        return _run(cfg, emit, keeper, notes, checkpoints, telemetry, prompt, interactive)
+    finally:
+        keeper.close()
+
+
+def _run(
+    cfg: Config,
+    emit: EventSink,
+    keeper: SessionKeeper,
+    notes: list[str],
+    checkpoints: CheckpointStore,
+    telemetry: Telemetry | None,
+    prompt: str,
+    interactive: bool,
+) -> int:
     from aforo.cli.wiring import build_runtime
 
-    keeper = SessionKeeper(store, record, emit)
+    record, store = keeper.record, keeper.store
     journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
     try:
         runtime = build_runtime(cfg, keeper, journal)
@@ -228,8 +267,19 @@ def _open_telemetry(emit: EventSink) -> Telemetry | None:
         return None
 
 
+def _lossless_stdio() -> None:
+    """A byte that is not UTF-8 in a prompt, a file name or a path is held as a lone surrogate, as in
+    argv: read from stdin the same way, and printed as its escape (`\\udcfe`), never a traceback."""
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="surrogateescape")
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _lossless_stdio()
     from aforo.cli.subcommands import SUBCOMMANDS
 
     try:
