@@ -53,3 +53,6 @@ TEXT_CALL_LITERAL_CHARS = limit(
     "a tool call an answer writes as a Python literal (single quotes); a longer one stays text",
 )
 CONFIG_BYTES = limit("config_bytes", 1 * MiB, "bytes", "size of a config file (config.toml, .aforo.toml)")
+STDIN_BYTES = limit(
+    "stdin_bytes", 1 * MiB, "bytes", "piped standard input, added to the prompt (`cat f | aforo question`)"
+)
