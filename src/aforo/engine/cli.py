@@ -44,8 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def engine_main(argv: list[str]) -> int:
+    return engine_run(build_parser().parse_args(argv))
+
+
+def engine_run(args: argparse.Namespace) -> int:
+    """Run the parsed `aforo engine` command; usage errors exit 2 through the parser, like parsing."""
     parser = build_parser()
-    args = parser.parse_args(argv)
     home = EngineHome.from_env()
     installer = Installer(home, Progress(sys.stderr))
     try:
