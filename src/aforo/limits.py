@@ -113,6 +113,4 @@ def answer_bytes(max_tokens: int) -> int:
     return max(ANSWER_BYTES_FLOOR, max_tokens * int(ANSWER_BYTES.value))
 
 
-STDIN_BYTES = limit(
-    "stdin_bytes", 1 * MiB, "bytes", "piped standard input, added to the prompt (`cat f | aforo question`)"
-)
+STDIN_BYTES = limit("stdin_bytes", 1 * MiB, "bytes", "piped standard input, added before the question")

@@ -121,7 +121,8 @@ def read_piped(stdin: BinaryIO) -> str:
             "the piped input is too large to send with a question; pipe the part that matters "
             "(head, sed -n, git diff -- PATH), or mention the file with @path so Read takes what fits",
         )
-    return data.decode("utf-8", errors="replace")
+    # Lossless, like argv: a byte that is not UTF-8 is held as a lone surrogate (shown escaped).
+    return data.decode("utf-8", errors="surrogateescape")
 
 
 def combine(piped: str | None, words: str) -> str:

@@ -38,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--ctx", type=int, help=f"the window in tokens (default {DEFAULT_CTX})")
     sub.add_parser("stop", help="stop the running engine")
     status = sub.add_parser("status", help="what is installed and what runs")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--json", action="store_true", help="print the status as one JSON object")
     sub.add_parser("path", help="print the engine cache directory")
     return parser
 
