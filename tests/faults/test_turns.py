@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 import json
 import os
-import sys
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -34,6 +34,9 @@ from faults.server import (
     sse,
     tool_call_sse,
 )
+from support.cli import AFORO, run_cli
+from support.live_server import LiveServer
+from support.scenario import make_agent
 
 
 @pytest.fixture(autouse=True)
@@ -41,9 +44,6 @@ def no_piped_input(monkeypatch: pytest.MonkeyPatch) -> None:
     """These runs call `main` in-process, where stdin is pytest's: give it an empty pipe, as a script's
     `< /dev/null` would, since aforo adds piped input to the question."""
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
-from support.cli import AFORO, run_cli
-from support.live_server import LiveServer
-from support.scenario import make_agent
 
 
 @pytest.fixture
