@@ -21,20 +21,18 @@ itself leaves the question inside the compacted message, which the model echoed 
 asked "what is the task code at the very start of my first message?" after the compaction it wrote code
 instead; asked for the code by its shape it answers the code.
 
-Servers come from scripts/real-model (the hash-pinned engine and model in its cache); with two servers
-each runs on one thread (two 2-thread servers on 2 cores slow both about tenfold). Run it under
-`flock /tmp/aforo-real.lock`, as `make canary` does, so only one real model runs at a time.
+Servers come from the package's engine (aforo.engine: the hash-pinned llama-server and model in its
+cache, built on first use); with two servers each runs on one thread (two 2-thread servers on 2 cores
+slow both about tenfold). Run it under `flock /tmp/aforo-real.lock`, as `make canary` does, so only one
+real model runs at a time.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.machinery
-import importlib.util
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +41,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import ModuleType
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -53,6 +50,12 @@ from aforo.cli.lanes import LaneConfig  # noqa: E402
 from aforo.cli.wiring import build_runtime  # noqa: E402
 from aforo.context.policy import Policy  # noqa: E402
 from aforo.context.tokens import conversation_bytes  # noqa: E402
+from aforo.engine.cli import EXIT_UNAVAILABLE  # noqa: E402
+from aforo.engine.errors import EngineUnavailable  # noqa: E402
+from aforo.engine.home import EngineHome  # noqa: E402
+from aforo.engine.install import Installed, Installer  # noqa: E402
+from aforo.engine.progress import Progress  # noqa: E402
+from aforo.engine.server import Server, launch, terminate  # noqa: E402
 from aforo.errors import TransformError  # noqa: E402
 from aforo.events import ContextAction, Event, ModelCheck, RunEnd, TextDelta, TurnEnd  # noqa: E402
 from aforo.messages import Message  # noqa: E402
@@ -81,49 +84,16 @@ QUESTION = (
 FINISH = {"end_turn": "stop", "max_tokens": "length", "max_turns": "tool_calls", "refusal": "content_filter"}
 
 
-def real_model() -> ModuleType:
-    """scripts/real-model as a module: its cache, install() and server helpers."""
-    path = HERE.parent / "scripts" / "real-model"
-    loader = importlib.machinery.SourceFileLoader("real_model", str(path))
-    spec = importlib.util.spec_from_loader("real_model", loader)
-    if spec is None:
-        raise RuntimeError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-@dataclass(frozen=True)
-class Server:
-    pid: int
-    url: str
-    alias: str
-    window: int
-    threads: int
-    log: str
-
-
 @contextmanager
-def llama_server(rm: ModuleType, *, window: int, alias: str, threads: int) -> Iterator[Server]:
-    """One llama-server on a free loopback port (scripts/real-model's engine and model), stopped after."""
-    binary, gguf = rm.install()
-    port = rm.free_port()
-    log = rm.CACHE / "logs" / f"canary-{alias}-{port}.log"
-    log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [str(binary), "-m", str(gguf), "-c", str(window), "-np", "1", "-t", str(threads)]
-    cmd += ["--host", "127.0.0.1", "--port", str(port), "--no-webui", "--jinja", "--alias", alias]
-    with log.open("w") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-    root = f"http://127.0.0.1:{port}"
+def llama_server(
+    installed: Installed, home: EngineHome, *, window: int, alias: str, threads: int
+) -> Iterator[Server]:
+    """One llama-server of the package's engine (aforo.engine) on a free loopback port, stopped after."""
+    server = launch(installed.binary, installed.model, alias, window, home.logs, threads=threads)
     try:
-        deadline = time.monotonic() + rm.HEALTH_TIMEOUT_S
-        while not rm.healthy(root):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"llama-server ({alias}) did not become healthy; see {log}")
-            time.sleep(0.25)
-        yield Server(proc.pid, f"{root}/v1", alias, window, threads, str(log))
+        yield server
     finally:
-        rm.terminate(proc.pid)
+        terminate(server.pid)
 
 
 @dataclass(frozen=True)
@@ -152,14 +122,14 @@ def run_lane(lane: str, main: Server, side: Server | None, home: Path, telemetry
     """One canary: the conversation on `main`, its summary on `side` (None: on `main` itself)."""
     workspace = home / "workspace"
     workspace.mkdir(parents=True, exist_ok=True)
-    lanes = {"standard": LaneConfig("standard", main.alias, main.url, main.window, "canary")}
+    lanes = {"standard": LaneConfig("standard", main.model, main.url, main.ctx, "canary")}
     if side is not None:
-        lanes["fast"] = LaneConfig("fast", side.alias, side.url, side.window, "canary")
+        lanes["fast"] = LaneConfig("fast", side.model, side.url, side.ctx, "canary")
     cfg = Config(
         workspace=workspace,
         base_url=main.url,
-        model=main.alias,
-        context_window=main.window,
+        model=main.model,
+        context_window=main.ctx,
         context_window_source="lanes.standard.context_window (canary)",
         max_turns=1,
         # An answer or a summary is short; a 0.5B model that rambles is cut at 1024 tokens, not 2048.
@@ -212,27 +182,27 @@ def run_lane(lane: str, main: Server, side: Server | None, home: Path, telemetry
         model_after=turn.model,
         # After a summary on another lane the governor checked; on the same lane there is nothing to
         # restore, and the answer must simply come from the conversation's model.
-        restored=check.restored if check is not None else turn.model == main.alias,
+        restored=check.restored if check is not None else turn.model == main.model,
         seconds=round(seconds, 1),
         answer=answer.strip(),
     )
 
 
-def run_canaries(
-    lanes: tuple[str, ...], home: Path, rm: ModuleType | None = None, fast_window: int = FAST_WINDOW
-) -> tuple[list[Row], str]:
-    """The canaries of `lanes`, each on its own fresh servers; the rows and `aforo stats` of the runs."""
-    rm = rm or real_model()
+def run_canaries(lanes: tuple[str, ...], home: Path, fast_window: int = FAST_WINDOW) -> tuple[list[Row], str]:
+    """The canaries of `lanes`, each on its own fresh servers; the rows and `aforo stats` of the runs.
+    Raises EngineUnavailable when this machine cannot build or run the engine."""
+    engine = EngineHome.from_env()
+    installed = Installer(engine, Progress(sys.stderr, prefix="canary")).install()
     rows: list[Row] = []
     with Telemetry(home / "telemetry.db") as telemetry:
         for lane in lanes:
             if lane == "standard":
-                with llama_server(rm, window=WINDOW, alias=MAIN_ALIAS, threads=2) as main:
+                with llama_server(installed, engine, window=WINDOW, alias=MAIN_ALIAS, threads=2) as main:
                     rows.append(run_lane(lane, main, None, home, telemetry))
             else:
                 with (
-                    llama_server(rm, window=WINDOW, alias=MAIN_ALIAS, threads=1) as main,
-                    llama_server(rm, window=fast_window, alias=FAST_ALIAS, threads=1) as fast,
+                    llama_server(installed, engine, window=WINDOW, alias=MAIN_ALIAS, threads=1) as main,
+                    llama_server(installed, engine, window=fast_window, alias=FAST_ALIAS, threads=1) as fast,
                 ):
                     rows.append(run_lane(lane, main, fast, home, telemetry))
         stats = format_summary(telemetry.summary())
@@ -274,13 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fast-window", type=int, default=FAST_WINDOW, help="the fast lane's window")
     args = parser.parse_args(argv)
     lanes = tuple(args.lane or ("standard", "fast"))
-    rm = real_model()
     try:
         with tempfile.TemporaryDirectory(prefix="aforo-canary-") as tmp:
-            rows, stats = run_canaries(lanes, Path(tmp), rm, args.fast_window)
-    except rm.Unavailable as exc:
+            rows, stats = run_canaries(lanes, Path(tmp), args.fast_window)
+    except EngineUnavailable as exc:
         print(f"canary: THE REAL MODEL IS UNAVAILABLE ON THIS PLATFORM: {exc}", file=sys.stderr)
-        return rm.EXIT_UNAVAILABLE
+        return EXIT_UNAVAILABLE
     print(f"canaries on the real model — {datetime.now(UTC):%Y-%m-%d}, {machine()}")
     print(table(rows))
     for r in rows:

@@ -84,7 +84,7 @@ def test_naming_a_lane_that_is_not_defined_lists_the_defined_ones(tmp_path: Path
     assert f"{key} 'turbo'" in message and "fast, standard" in message
 
 
-def test_a_workspace_file_may_add_a_lane_but_not_choose_its_server(tmp_path: Path) -> None:
+def test_a_workspace_file_may_add_a_lane_on_the_users_server(tmp_path: Path) -> None:
     user_file(LANES)
     (tmp_path / ".aforo.toml").write_text('[lanes.tiny]\nmodel = "qwen-0.5b"\n')
     cfg = load_config(flags(tmp_path, compact_lane="tiny"), env={})
@@ -97,21 +97,30 @@ def test_a_workspace_file_may_add_a_lane_but_not_choose_its_server(tmp_path: Pat
     # Without a base_url the lane runs on the server the user chose.
     assert route is not None and (route.base_url, route.model) == ("http://127.0.0.1:9000/v1", "qwen-0.5b")
 
-    (tmp_path / ".aforo.toml").write_text('[lanes.fast]\nmodel = "m"\nbase_url = "http://evil.example/v1"\n')
-    with pytest.raises(ConfigError) as info:
-        load_config(flags(tmp_path), env={})
-    assert "lanes.fast.base_url" in str(info.value) and "not trusted" in str(info.value)
+
+def test_an_untrusted_workspace_file_cannot_choose_a_lanes_server(tmp_path: Path) -> None:
+    user_file(LANES)
+    (tmp_path / ".aforo.toml").write_text(
+        'lane = "fast"\n[lanes.fast]\nmodel = "m"\nbase_url = "http://evil.example/v1"\n'
+    )
+    cfg = load_config(flags(tmp_path), env={})
+    # Ignored, with the trust warning naming the key: the user's own lane and server stand.
+    assert cfg.lanes["fast"].base_url == "http://127.0.0.1:9002/v1" and cfg.lane is None
+    assert cfg.base_url == "http://127.0.0.1:9000/v1"
+    assert any("lanes.fast.base_url" in w and "aforo trust" in w for w in cfg.warnings), cfg.warnings
+    # Once the user trusts the file, it may.
+    trusted = load_config(flags(tmp_path, trust_workspace=True), env={})
+    assert trusted.lane == "fast" and trusted.base_url == "http://evil.example/v1"
 
 
 @pytest.mark.parametrize("key", ["lane", "compact_lane"])
-def test_a_workspace_file_may_not_pick_a_lane_on_another_server(tmp_path: Path, key: str) -> None:
+def test_an_untrusted_workspace_file_may_not_pick_a_lane_on_another_server(tmp_path: Path, key: str) -> None:
     user_file(LANES)
     (tmp_path / ".aforo.toml").write_text(f'{key} = "fast"\n')
-    with pytest.raises(ConfigError) as info:
-        load_config(flags(tmp_path), env={})
-    assert f"{key} = 'fast'" in str(info.value) and "not trusted" in str(info.value)
+    cfg = load_config(flags(tmp_path), env={})
+    assert getattr(cfg, key) is None
+    assert any(f"{key} = 'fast'" in w for w in cfg.warnings), cfg.warnings
     # The user picking it is the user's choice.
-    (tmp_path / ".aforo.toml").unlink()
     assert getattr(load_config(flags(tmp_path, **{key: "fast"}), env={}), key) == "fast"
 
 

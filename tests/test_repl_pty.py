@@ -200,3 +200,22 @@ def test_clear_undo_sessions_resume_and_help(model: tuple[Model, str], workspace
     assert "Answer 4:" in say(child, "and now?")  # system + the first conversation + this prompt
     assert "is the one open" in say(child, f"/resume {first.group(1)}")
     assert leave(child) == 0
+
+
+def test_history_is_private_and_redacted_and_model_escapes_are_inert(
+    workspace: Path, aforo_home: Path
+) -> None:
+    """The REPL's own wiring: its history file is 0600 and redacted, and what the model writes reaches
+    the terminal with its escape sequences shown, not obeyed (OSC 52 would write the clipboard)."""
+    hostile = "see \x1b]52;c;ZXZpbA==\x07 and \x1b[2J done"
+    with LiveServer(make_openai_app(lambda body: Reply(text=hostile, prompt_tokens=500))) as server:
+        child = spawn(server.url, workspace)
+        token = "ghp_" + "a1B2c3D4e5" * 4
+        out = say(child, f"my token is {token}")
+        assert leave(child) == 0
+    assert "\\x1b]52;c;ZXZpbA==\\x07" in out and "\\x1b[2J" in out
+    assert "\x1b]52" not in out and "\x1b[2J" not in out
+    history = aforo_home / "history"
+    assert history.stat().st_mode & 0o777 == 0o600
+    text = history.read_text()
+    assert "my token is" in text and token not in text and "[REDACTED:" in text

@@ -33,12 +33,37 @@ from aforo.servers.windows import (
 )
 
 
-def openai_compat(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
-    return OpenAICompatProvider(server.v1_url, model, api_key=api_key)
+def openai_compat(
+    server: ServerInfo,
+    model: str,
+    *,
+    window: int,
+    api_key: str | None,
+    read_timeout: float,
+    answer_timeout: float,
+) -> Provider:
+    return OpenAICompatProvider(
+        server.v1_url, model, api_key=api_key, timeout=read_timeout, answer_timeout=answer_timeout
+    )
 
 
-def ollama_native(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
-    return OllamaProvider(server.root_url, model, num_ctx=window, version=server.version)
+def ollama_native(
+    server: ServerInfo,
+    model: str,
+    *,
+    window: int,
+    api_key: str | None,
+    read_timeout: float,
+    answer_timeout: float,
+) -> Provider:
+    return OllamaProvider(
+        server.root_url,
+        model,
+        num_ctx=window,
+        version=server.version,
+        timeout=read_timeout,
+        answer_timeout=answer_timeout,
+    )
 
 
 # Each entry: name, detection check, window reader, provider factory, then what only some kinds have

@@ -6,8 +6,8 @@ in for `base_url`, `model` and `context_window` wherever the environment or a fl
 `compact_lane` picks the lane summary requests go to; `--compact-model` names the model they ask for, on
 that lane's server (the conversation's when no `compact_lane` is set).
 
-A lane's `base_url` decides where requests go, so a workspace's project file may not set it (SPEC §8):
-only the user's own file, environment and flags choose servers.
+A lane's `base_url` decides where requests go, so a workspace's project file sets it, or picks a lane
+that has one, only once the user trusted that file (SPEC §8; aforo.cli.config's trust rule).
 """
 
 from __future__ import annotations
@@ -90,15 +90,28 @@ def routing_keys(values: Mapping[str, Any], lanes: Mapping[str, LaneConfig]) -> 
     return keys
 
 
-def refuse_routes(values: Mapping[str, Any], where: str, lanes: Mapping[str, LaneConfig]) -> None:
-    """A workspace's file does not choose servers: a lane's server chosen there is an error, not obeyed."""
+def untrusted_lanes(
+    values: dict[str, Any], lanes: Mapping[str, LaneConfig]
+) -> tuple[dict[str, Any], list[str]]:
+    """What an untrusted file may set of lanes, and the keys it set that need trust (SPEC §8): its lanes
+    with a base_url are left out, and so are its `lane` / `compact_lane` when they pick a lane (its own
+    or one of `lanes`, the user's) that goes to a server of its own."""
     keys = routing_keys(values, lanes)
-    if keys:
-        raise ConfigError(
-            f"{where}: {', '.join(keys)} would choose the server requests go to, and a workspace's file "
-            "is not trusted to: define and choose that lane in your user config file or with --lane / "
-            "--compact-lane, or leave out its base_url (the lane then uses the conversation's server)"
-        )
+    if not keys:
+        return values, []
+    given = values.get("lanes")
+    tables: dict[str, Any] = given if isinstance(given, dict) else {}
+    routed = {n for n, t in tables.items() if isinstance(t, dict) and "base_url" in t}
+    kept = dict(values)
+    if tables:
+        kept["lanes"] = {n: t for n, t in tables.items() if n not in routed}
+    for key in ("lane", "compact_lane"):
+        name = values.get(key)
+        if not isinstance(name, str):
+            continue
+        if name in routed or (name not in tables and name in lanes and lanes[name].base_url):
+            del kept[key]
+    return kept, keys
 
 
 def lane_named(lanes: Mapping[str, LaneConfig], name: str, key: str) -> LaneConfig:

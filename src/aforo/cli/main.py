@@ -1,25 +1,35 @@
 """`aforo`: parse flags, build the configuration, run one prompt, the interactive session or a subcommand.
 
-Thin by design: configuration in `config`, wiring in `wiring`, output in `render`, the conversation on
-disk in `session_keeper`, the interactive session in `repl`. Every run is a saved session.
+Thin by design: flags in `flags`, configuration in `config`, wiring in `wiring`, output in `render`, the
+conversation on disk in `session_keeper`, a prompt's run in `runs`, the interactive session in `repl`.
+Every run is a saved session.
+
+The question comes from the arguments, from piped standard input, or both: piped text (at most
+`stdin_bytes`) comes first, then a blank line, then the arguments, the way `llm` puts them together, so
+`git diff | aforo "review this"` asks about the diff. Standard input is read only when it is not a
+terminal; the interactive session starts when there is neither.
 """
 
 from __future__ import annotations
 
-import argparse
+import io
 import os
 import re
 import sys
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
-from aforo import __version__
-from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, Config, load_config
+from aforo.cli.config import Config, load_config
+from aforo.cli.flags import ASK, build_parser, config_flags
 from aforo.cli.render import HumanRenderer, JsonRenderer
+from aforo.cli.runs import RunLog, ask
+from aforo.cli.sanitize import sanitize
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
-from aforo.errors import AforoError, ConfigError, StoreError
+from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import EventSink, Info, RunEnd, RunResult, Warning
+from aforo.limits import STDIN_BYTES
+from aforo.records import Where
 from aforo.store.checkpoints import CheckpointStore, MiB
 from aforo.store.journal import StoreJournal
 from aforo.store.paths import checkpoints_dir, sessions_dir
@@ -39,95 +49,42 @@ EXIT_USAGE = 2
 SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="aforo",
-        description="A local, read-only coding assistant that always knows how much of the window it uses.",
-        epilog="Subcommands: aforo probe | aforo stats | aforo sessions (each takes --help).",
-    )
-    parser.add_argument("prompt", nargs="*", help="the question; without one, an interactive session starts")
-    parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="directory to read (default: cwd)")
-    parser.add_argument(
-        "--base-url",
-        default=NOT_GIVEN,
-        help="OpenAI-compatible base URL (default Ollama's; env AFORO_BASE_URL)",
-    )
-    parser.add_argument("--model", "-m", default=NOT_GIVEN, help="model name (env AFORO_MODEL)")
-    parser.add_argument(
-        "--context-window", type=int, default=NOT_GIVEN, help="the server's real window in tokens"
-    )
-    parser.add_argument("--max-tokens", type=int, default=NOT_GIVEN, help="cap of the answer reserve")
-    parser.add_argument("--max-turns", type=int, default=NOT_GIVEN, help="model calls per prompt (25)")
-    parser.add_argument(
-        "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: the server's)"
-    )
-    parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
-    parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
-    parser.add_argument("--lane", default=NOT_GIVEN, help="the [lanes.NAME] the conversation runs on")
-    parser.add_argument(
-        "--compact-lane", default=NOT_GIVEN, help="the [lanes.NAME] summary requests go to (compaction)"
-    )
-    parser.add_argument(
-        "--compact-model",
-        default=NOT_GIVEN,
-        help="the model summary requests ask for, on the compaction lane's server (default: this one's)",
-    )
-    parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
-    parser.add_argument(
-        "--resume",
-        nargs="?",
-        const=LATEST,
-        default=None,
-        metavar="ID",
-        help="continue a saved conversation (default: the latest of this workspace); "
-        "with a prompt it answers it, without one it opens the interactive session",
-    )
-    parser.add_argument("--version", action="version", version=f"aforo {__version__}")
-    return parser
-
-
-def _flags(args: argparse.Namespace) -> dict[str, Any]:
-    keys = (
-        "workspace",
-        "base_url",
-        "model",
-        "context_window",
-        "max_tokens",
-        "max_turns",
-        "temperature",
-        "server",
-        "tokenizer",
-        "lane",
-        "compact_lane",
-        "compact_model",
-    )
-    flags = {k: getattr(args, k) for k in keys}
-    flags["json"] = args.json
-    return flags
-
-
 def renderer(as_json: bool) -> EventSink:
     return JsonRenderer() if as_json else HumanRenderer()
 
 
-def run_once(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+def run_once(argv: list[str], prog: str = "aforo") -> int:
+    from aforo.cli.subcommands import summaries
+
+    args = build_parser(prog, summaries()).parse_args(argv)
     try:
-        cfg = load_config(_flags(args))
-    except ConfigError as exc:
-        print(f"aforo: {exc}", file=sys.stderr)
+        cfg = load_config(config_flags(args))
+    except (ConfigError, LimitExceeded, StoreError) as exc:  # StoreError: --trust-workspace failed
+        _fail(exc)
         return EXIT_USAGE
     resume, words = _split_resume(args.resume, list(args.prompt))
-    prompt = " ".join(words).strip()
-    interactive = not prompt and sys.stdin.isatty()
+    try:
+        piped = None if sys.stdin.isatty() else read_piped(sys.stdin.buffer)
+    except LimitExceeded as exc:
+        _fail(exc)
+        return EXIT_USAGE
+    prompt = combine(piped, " ".join(words))
+    interactive = not prompt and piped is None
     if not prompt and not interactive:
-        prompt = sys.stdin.read().strip()
-        if not prompt:
-            print('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"', file=sys.stderr)
-            return EXIT_USAGE
+        print('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"', file=sys.stderr)
+        return EXIT_USAGE
     if interactive and cfg.json:
         print("aforo: --json needs a prompt (the interactive session renders for people)", file=sys.stderr)
         return EXIT_USAGE
+    if cfg.engine == "local":
+        from aforo.engine.local import attach_local_engine
+
+        try:
+            engine = attach_local_engine(cfg.context_window, assume_yes=args.yes)
+        except AforoError as exc:
+            print(f"aforo: {exc}", file=sys.stderr)
+            return EXIT_CODES["error"]
+        cfg = replace(cfg, base_url=engine.url, model=engine.model)
     try:
         store = SessionStore(sessions_dir())
         record, notes = _open_record(store, resume, cfg.workspace)
@@ -137,17 +94,41 @@ def run_once(argv: list[str]) -> int:
             total_quota_bytes=int(cfg.checkpoint_total_quota_mb * MiB),
         )
     except StoreError as exc:
-        print(f"aforo: {exc}", file=sys.stderr)
+        _fail(exc)
         return EXIT_USAGE
     if resume and cfg.model is None and record.model:
         cfg = replace(cfg, model=record.model)  # continue with the model the conversation was held with
     emit = renderer(cfg.json)
+    for note in cfg.notes:
+        emit(Info({"trust": note}))
+    for warning in cfg.warnings:
+        emit(Warning(warning))
     telemetry = _open_telemetry(emit)
     try:
         return _start(cfg, emit, store, record, notes, checkpoints, telemetry, prompt, interactive)
     finally:
         if telemetry is not None:
             telemetry.close()
+
+
+def read_piped(stdin: BinaryIO) -> str:
+    """Piped standard input as text, bounded by `stdin_bytes` (checked before it is read whole)."""
+    limit = int(STDIN_BYTES.value)
+    data = stdin.read(limit + 1)
+    if len(data) > limit:
+        raise LimitExceeded(
+            STDIN_BYTES,
+            "the piped input is too large to send with a question; pipe the part that matters "
+            "(head, sed -n, git diff -- PATH), or mention the file with @path so Read takes what fits",
+        )
+    # Lossless, like argv: a byte that is not UTF-8 is held as a lone surrogate (shown escaped).
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def combine(piped: str | None, words: str) -> str:
+    """The prompt: the piped text (kept as it is, indentation included), a blank line, the arguments."""
+    parts = [part for part in (piped.rstrip() if piped else "", words.strip()) if part.strip()]
+    return "\n\n".join(parts)
 
 
 def _start(
@@ -161,14 +142,36 @@ def _start(
     prompt: str,
     interactive: bool,
 ) -> int:
+    try:
+        keeper = SessionKeeper(store, record, emit)
+    except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
+        _fail(exc)
+        return EXIT_USAGE
+    try:
+        return _run(cfg, emit, keeper, notes, checkpoints, telemetry, prompt, interactive)
+    finally:
+        keeper.close()
+
+
+def _run(
+    cfg: Config,
+    emit: EventSink,
+    keeper: SessionKeeper,
+    notes: list[str],
+    checkpoints: CheckpointStore,
+    telemetry: Telemetry | None,
+    prompt: str,
+    interactive: bool,
+) -> int:
     from aforo.cli.wiring import build_runtime
 
-    keeper = SessionKeeper(store, record, emit)
+    record, store = keeper.record, keeper.store
     journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
+    log = RunLog(keeper, journal)
     try:
-        runtime = build_runtime(cfg, keeper, journal)
+        runtime = build_runtime(cfg, log, journal)
     except ConfigError as exc:
-        print(f"aforo: {exc}", file=sys.stderr)
+        _fail(exc)
         return EXIT_USAGE
     except AforoError as exc:
         emit(RunEnd(RunResult("error", error=str(exc))))
@@ -176,16 +179,23 @@ def _start(
     for note in notes + mismatch_warnings(record, cfg.workspace, runtime.model):
         emit(Warning(note))
     keeper.attach(runtime.agent, workspace=cfg.workspace, model=runtime.model, base_url=cfg.base_url)
+    budget = runtime.agent.governor.budget
+    counter = runtime.counter.name if runtime.counter else "estimate"
+    log.where = Where(runtime.model, runtime.server.kind, budget.window, budget.source, counter)
     resumed = f" (resumed: {len(runtime.agent.messages)} messages)" if record.messages else ""
     emit(Info({"session": record.id + resumed}))
     if interactive:
         from aforo.cli.repl import start_repl
 
-        return start_repl(keeper, runtime.provider, store, cfg.workspace, runtime.model)
-    keeper.begin(prompt)
-    result = runtime.agent.run(prompt)
+        return start_repl(keeper, log, runtime.provider, store, cfg.workspace, runtime.model)
+    result = ask(runtime.agent, keeper, log, prompt)
     keeper.save()
     return EXIT_CODES[result.reason]
+
+
+def _fail(exc: Exception) -> None:
+    """An error for the user; its text may quote a server or a file, so it is sanitized."""
+    print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
 
 
 def _split_resume(value: str | None, words: list[str]) -> tuple[str | None, list[str]]:
@@ -210,11 +220,26 @@ def _open_telemetry(emit: EventSink) -> Telemetry | None:
         return None
 
 
+def _lossless_stdio() -> None:
+    """A byte that is not UTF-8 in a prompt, a file name or a path is held as a lone surrogate, as in
+    argv: read from stdin the same way, and printed as its escape (`\\udcfe`), never a traceback."""
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="surrogateescape")
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _lossless_stdio()
     from aforo.cli.subcommands import SUBCOMMANDS
 
     try:
+        # Only the first argument can be a subcommand (flags.FIRST_WORD_RULE); `--` before it or `ask`
+        # makes every word part of the question.
+        if argv and argv[0] == ASK:
+            return run_once(argv[1:], prog=f"aforo {ASK}")
         if argv and argv[0] in SUBCOMMANDS:
             return SUBCOMMANDS[argv[0]](argv[1:])
         return run_once(argv)

@@ -1,17 +1,17 @@
 """Rendering of the event stream: human lines (SPEC §1.5) or JSON lines (`--json`).
 
-Human output uses rich, which emits no ANSI when stdout is not a terminal or NO_COLOR is set.
+Human output uses rich, which emits no ANSI when stdout is not a terminal or NO_COLOR is set. Every
+string of an event may come from the model, a tool or a server: it is sanitized (`cli.sanitize`) on its
+way to the terminal, a file or a pipe alike. `--json` is exact: JSON escapes control characters itself.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from typing import TextIO
 
-from rich.console import Console
-
+from aforo.cli.sanitize import StreamSanitizer, json_safe, safe_console, sanitize
 from aforo.events import (
     ContextAction,
     Event,
@@ -39,7 +39,8 @@ def fmt_tokens(n: int) -> str:
 
 def one_line(data: object, width: int = ARGS_WIDTH) -> str:
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-    text = " ".join(text.split())
+    # JSON escapes C0 controls; DEL, C1 and bidi controls it leaves raw are escaped by `sanitize`.
+    text = sanitize(" ".join(text.split()), one_line=True)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -59,20 +60,21 @@ def result_line(event: RunEnd) -> str:
 
 class HumanRenderer:
     def __init__(self, out: TextIO | None = None, err: TextIO | None = None) -> None:
-        no_color = bool(os.environ.get("NO_COLOR"))
-        self.out = Console(file=out or sys.stdout, no_color=no_color, highlight=False, soft_wrap=True)
-        self.err = Console(file=err or sys.stderr, no_color=no_color, highlight=False, soft_wrap=True)
+        self.out = safe_console(out or sys.stdout)
+        self.err = safe_console(err or sys.stderr)
+        self._text = StreamSanitizer()
         self._in_text = False
 
     def _line(self, text: str, style: str = "", *, err: bool = False) -> None:
         if self._in_text:
-            self.out.file.write("\n")
+            self.out.file.write(self._text.flush() + "\n")
             self._in_text = False
         (self.err if err else self.out).print(text, style=style or None, markup=False)
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TextDelta):
-            self.out.file.write(event.text)
+            # Written as it streams, outside rich: sanitized here, piece by piece.
+            self.out.file.write(self._text.feed(event.text))
             self.out.file.flush()
             self._in_text = not event.text.endswith("\n")
         elif isinstance(event, Info):
@@ -82,7 +84,7 @@ class HumanRenderer:
             extra = " (server truncated the prompt)" if event.truncated else ""
             self._line(ctx_line(event.context, event.window, event.exact) + extra, "cyan")
         elif isinstance(event, ToolStart):
-            self._line(f"> {event.name} {one_line(event.input)}", "bold")
+            self._line(f"> {sanitize(event.name, one_line=True)} {one_line(event.input)}", "bold")
         elif isinstance(event, ToolEnd):
             if event.ok:
                 note = ", truncated to cap" if event.truncated else ""
@@ -137,5 +139,5 @@ class JsonRenderer:
         self.out = out or sys.stdout
 
     def __call__(self, event: Event) -> None:
-        self.out.write(event_to_json(event) + "\n")
+        self.out.write(json_safe(event_to_json(event)) + "\n")
         self.out.flush()

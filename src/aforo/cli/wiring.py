@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import httpx
@@ -97,7 +97,14 @@ def open_lane(
     for warning in resolution.warnings:
         emit(Warning(warning.removeprefix("! ")))
     budget = Budget(resolution.window, cfg.max_tokens, resolution.source)
-    provider = kind.provider(server, model, window=budget.window, api_key=cfg.api_key)
+    provider = kind.provider(
+        server,
+        model,
+        window=budget.window,
+        api_key=cfg.api_key,
+        read_timeout=cfg.read_timeout,
+        answer_timeout=cfg.answer_timeout,
+    )
     counter = make_counter(kind.counter, client, server.root_url, model, tokenizer)
     known = served is not None or remembered is not None
     return OpenLane(route, server, kind, model, budget, resolution.source, provider, counter, known)
@@ -140,6 +147,8 @@ def _compaction_lane(
     route = compact_route(cfg.lanes, cfg.compact_lane, cfg.compact_model, main.route)
     if route is None:
         return None
+    if route.model is not None:  # a lane's model may be one of the config's aliases too
+        route = replace(route, model=cfg.aliases.get(route.model, route.model))
     # On the conversation's server it is the same kind; another server is detected on its own.
     same = route.base_url == main.route.base_url
     side = open_lane(client, route, cfg, emit, kinds, hint=main.server.kind if same else None)
@@ -162,6 +171,10 @@ def build_runtime(
     )
     main = open_lane(client, route, cfg, emit, kinds, hint=cfg.server, tokenizer=cfg.tokenizer)
     compaction = _compaction_lane(main, cfg, emit, client, kinds)
+    # Answers stream, and a truncated one is marked discarded afterwards; only where a silent truncation
+    # is likely (a server that does not refuse, with a window nobody measured) are they held until
+    # checked.
+    live = main.kind.loud or main.window_known
     governor = Governor(
         budget=main.budget,
         policy=cfg.policy,
@@ -186,9 +199,9 @@ def build_runtime(
         emit=emit,
         max_turns=cfg.max_turns,
         temperature=cfg.temperature,
-        live_text=main.kind.loud,
+        live_text=live,
     )
-    emit(Info(_info(cfg, main, compaction)))
+    emit(Info({**_info(cfg, main, compaction), "answers": "streamed" if live else "held"}))
     return Runtime(agent, main.server, main.provider, main.counter, main.model)
 
 

@@ -1,5 +1,6 @@
 """Telemetry: one SQLite row for every admission, rejection, clearing, compaction, recovery, overflow
-and warning, so `aforo stats` can say what the governor did and what it saved.
+and warning, so `aforo stats` can say what the governor did and what it saved; and one row per run (a
+prompt to its ending: tokens the server reported, wall time), so it can say what each session cost.
 
 The schema grows by the migrations in `MIGRATIONS` (the scheme of store/migrations.py, shared with
 checkpoints and sessions). WAL mode and a busy timeout let two aforo processes write the same database.
@@ -23,7 +24,7 @@ from aforo.store.redact import redact
 from aforo.store.telemetry_summary import format_summary as format_summary
 from aforo.store.telemetry_summary import summarize
 
-EVENTS = (
+GOVERNOR_EVENTS = (
     "admission",
     "rejection",
     "clearing",
@@ -35,6 +36,7 @@ EVENTS = (
     "model_restored",
     "model_mismatch",
 )
+EVENTS = (*GOVERNOR_EVENTS, "run")
 INT_FIELDS = (
     "tokens_estimated",
     "tokens_exact",
@@ -44,6 +46,9 @@ INT_FIELDS = (
     "tokens_after",
     "window",
     "summary_tokens",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
 )
 TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint", "lane", "model_served")
 COLUMNS = ("id", "ts", "session", "event", *INT_FIELDS, "duration_ms", *TEXT_FIELDS)
@@ -95,7 +100,15 @@ def m003_summary_tokens(db: sqlite3.Connection) -> None:
 
 
 @MIGRATIONS
-def m004_lane_model_served(db: sqlite3.Connection) -> None:
+def m004_run_usage(db: sqlite3.Connection) -> None:
+    # Issue 14: what a run cost, as the server reported it. `input_tokens` counts every prompt token the
+    # server read (cached ones too), `cached_tokens` those it took from its prompt cache.
+    for column in ("input_tokens", "output_tokens", "cached_tokens"):
+        db.execute(f'ALTER TABLE events ADD COLUMN "{column}" INTEGER')
+
+
+@MIGRATIONS
+def m005_lane_model_served(db: sqlite3.Connection) -> None:
     # Issue 17: which lane a record is about and the model its server said it served (SPEC §9); the
     # `model` column keeps the configured name, which a server may serve under another.
     db.execute('ALTER TABLE events ADD COLUMN "lane" TEXT')
@@ -114,6 +127,8 @@ def connect(path: Path) -> sqlite3.Connection:
         with contextlib.suppress(FileExistsError):
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
     db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
+    # Text that is not UTF-8 (written by another program) reads escaped instead of failing the query.
+    db.text_factory = lambda raw: raw.decode("utf-8", "backslashreplace")
     try:
         db.execute("PRAGMA journal_mode=WAL")
         # NORMAL is durable across process crashes in WAL mode; only a power loss may drop the last rows.
@@ -134,6 +149,7 @@ class Telemetry:
             self._db = connect(self.path)
             try:
                 migrate(self._db)
+                self._check_shape()
             except BaseException:
                 self._db.close()
                 raise
@@ -141,6 +157,18 @@ class Telemetry:
             raise StoreError(
                 f"cannot open the telemetry database {self.path}: {exc}. Move the file aside to start afresh."
             ) from exc
+
+    def _check_shape(self) -> None:
+        """The events table has every column aforo writes: a table replaced by hand or by another
+        program is named here, once, instead of failing every query later."""
+        have = {row[1] for row in self._db.execute('PRAGMA table_info("events")')}
+        missing = [c for c in COLUMNS if c not in have]
+        if missing:
+            what = "has no events table" if not have else f"has an events table without {', '.join(missing)}"
+            raise StoreError(
+                f"the telemetry database {self.path} {what}: it was changed outside aforo. "
+                "Move the file aside to start afresh."
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -164,6 +192,9 @@ class Telemetry:
         tokens_before: int | None = None,
         tokens_after: int | None = None,
         summary_tokens: int | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cached_tokens: int | None = None,
         duration_ms: float | None = None,
         cause: str | None = None,
         model: str | None = None,
@@ -188,6 +219,9 @@ class Telemetry:
             "tokens_before": tokens_before,
             "tokens_after": tokens_after,
             "summary_tokens": summary_tokens,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cached_tokens": cached_tokens,
             "duration_ms": duration_ms,
             # Error texts and URLs can carry credentials: redacted like everything else on disk.
             "cause": redact(cause) if cause else cause,
@@ -200,6 +234,9 @@ class Telemetry:
             # What a server says is untrusted text like an error message: redacted the same way.
             "model_served": redact(model_served) if model_served else model_served,
         }
+        # A path or a name with a byte that is not UTF-8 holds a lone surrogate, which SQLite's UTF-8
+        # cannot take: stored as its escape (`\\udcfe`).
+        row = {k: _encodable(v) for k, v in row.items()}
         names = ", ".join(f'"{k}"' for k in row)
         marks = ", ".join("?" for _ in row)
         try:
@@ -209,11 +246,17 @@ class Telemetry:
             raise StoreError(f"cannot write telemetry to {self.path}: {exc}") from exc
 
     def rows(self, session: str | None = None) -> list[dict[str, Any]]:
-        where, params = ("WHERE session = ?", (session,)) if session else ("", ())
+        """Every record (of one session), oldest first; a value of the wrong type reads as NULL."""
+        where, params = ("WHERE session = ?", (_encodable(session),)) if session else ("", ())
         cols = ", ".join(f'"{c}"' for c in COLUMNS)
-        with self._lock:
-            cur = self._db.execute(f"SELECT {cols} FROM events {where} ORDER BY id", params)
-            return [dict(zip(COLUMNS, r, strict=True)) for r in cur.fetchall()]
+        try:
+            with self._lock:
+                cur = self._db.execute(f"SELECT {cols} FROM events {where} ORDER BY id", params)
+                return [_typed(dict(zip(COLUMNS, r, strict=True))) for r in cur.fetchall()]
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot read the telemetry database {self.path}: {exc}. Move the file aside to start afresh."
+            ) from exc
 
     def export_jsonl(self, out: TextIO, session: str | None = None) -> int:
         """Write every record (of one session) as a JSON line; return how many."""
@@ -223,4 +266,31 @@ class Telemetry:
         return len(rows)
 
     def summary(self, session: str | None = None) -> dict[str, Any]:
-        return summarize(self.rows(session), EVENTS)
+        return summarize(self.rows(session), GOVERNOR_EVENTS)
+
+
+def _encodable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
+_NUMBERS = frozenset(INT_FIELDS) | {"duration_ms"}
+
+
+def _typed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as the summary expects it. SQLite keeps whatever was written, and a file edited by hand
+    may hold text where a count belongs: such a value is dropped (None), not a crash of `aforo stats`."""
+    for key, value in row.items():
+        if key in _NUMBERS:
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        elif key == "id":
+            ok = isinstance(value, int)
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            row[key] = None
+    for key, default in (("ts", ""), ("session", ""), ("event", "unknown")):
+        if row[key] is None:
+            row[key] = default
+    return row
