@@ -18,6 +18,7 @@ from itertools import count
 
 from aforo.context.conversation import Conversation
 from aforo.context.stages import Cap, cap_text
+from aforo.context.tokens import estimate_text
 from aforo.events import EventSink, ToolEnd, ToolStart
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
@@ -61,8 +62,15 @@ def answer(reply: Reply, tools: ToolRegistry, conversation: Conversation, cap: C
     results: tuple[ToolResult | TextBlock, ...] = tuple(o.result for o in outcomes)
     conversation.append(Message("user", results if reply.calls else (*results, TextBlock(TEXT_CALL_HINT))))
     for o in outcomes:
-        emit(ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error))
+        size = _size(o.result.content, cap.ratio)
+        emit(ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error, *size))
     return len(uses)
+
+
+def _size(content: str, ratio: float) -> tuple[int, int, int]:
+    """Bytes, lines and (estimated, calibrated) tokens of a result, for its ToolEnd."""
+    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    return len(content.encode("utf-8", "surrogatepass")), lines, round(estimate_text(content) * ratio)
 
 
 def tool_uses(

@@ -10,17 +10,20 @@ import argparse
 import os
 import re
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from aforo import __version__
 from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, Config, load_config
+from aforo.cli.first_contact import no_server_message, unreachable
 from aforo.cli.render import HumanRenderer, JsonRenderer
 from aforo.cli.sanitize import sanitize
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
+from aforo.cli.status import stderr_status
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
-from aforo.events import EventSink, Info, RunEnd, RunResult, Warning
+from aforo.events import EventSink, Info, Result, RunEnd, RunResult, Warning, phase
 from aforo.store.checkpoints import CheckpointStore, MiB
 from aforo.store.journal import StoreJournal
 from aforo.store.paths import checkpoints_dir, sessions_dir
@@ -64,7 +67,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
-    parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+    parser.add_argument(
+        "--json", action="store_true", help="print the event stream as JSON lines (docs/json-events.md)"
+    )
+    parser.add_argument(
+        "--plain", action="store_true", help="the answer as plain text on a terminal too (no Markdown)"
+    )
     parser.add_argument(
         "--trust-workspace",
         action="store_true",
@@ -101,11 +109,12 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
     return flags
 
 
-def renderer(as_json: bool) -> EventSink:
-    return JsonRenderer() if as_json else HumanRenderer()
+def renderer(as_json: bool, plain: bool = False) -> EventSink:
+    return JsonRenderer() if as_json else HumanRenderer(plain=plain, status=stderr_status())
 
 
 def run_once(argv: list[str]) -> int:
+    started = time.monotonic()
     args = build_parser().parse_args(argv)
     try:
         cfg = load_config(_flags(args))
@@ -123,6 +132,7 @@ def run_once(argv: list[str]) -> int:
     if interactive and cfg.json:
         print("aforo: --json needs a prompt (the interactive session renders for people)", file=sys.stderr)
         return EXIT_USAGE
+    emit = renderer(cfg.json, args.plain)
     try:
         store = SessionStore(sessions_dir())
         record, notes = _open_record(store, resume, cfg.workspace)
@@ -136,17 +146,48 @@ def run_once(argv: list[str]) -> int:
         return EXIT_USAGE
     if resume and cfg.model is None and record.model:
         cfg = replace(cfg, model=record.model)  # continue with the model the conversation was held with
-    emit = renderer(cfg.json)
     for note in cfg.notes:
         emit(Info({"trust": note}))
     for warning in cfg.warnings:
         emit(Warning(warning))
+    with phase(emit, "connecting", cfg.base_url):
+        why = unreachable(cfg.base_url)
+    if why is not None:
+        # Before any session exists: a run that could not reach a server leaves nothing behind.
+        message = no_server_message(cfg.base_url, cfg.base_url_source, why)
+        print(f"aforo: {sanitize(message)}", file=sys.stderr)
+        emit(Result("error", EXIT_CODES["error"], error=message, duration_ms=_since(started)))
+        return EXIT_CODES["error"]
     telemetry = _open_telemetry(emit)
     try:
-        return _start(cfg, emit, store, record, notes, checkpoints, telemetry, prompt, interactive)
+        code, result, session = _start(
+            cfg, emit, store, record, notes, checkpoints, telemetry, prompt, interactive
+        )
     finally:
         if telemetry is not None:
             telemetry.close()
+    if result is not None:
+        r = result
+        ms = _since(started)
+        emit(
+            Result(
+                r.reason,
+                code,
+                r.answer,
+                r.turns,
+                r.tool_calls,
+                r.input_tokens,
+                r.output_tokens,
+                ms,
+                r.error,
+                session,
+            )
+        )
+    return code
+
+
+def _since(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)
 
 
 def _start(
@@ -159,19 +200,23 @@ def _start(
     telemetry: Telemetry | None,
     prompt: str,
     interactive: bool,
-) -> int:
+) -> tuple[int, RunResult | None, str | None]:
+    """The exit code, the run's result for the final `result` event (None: interactive) and the saved
+    session's id (None: none was saved)."""
     from aforo.cli.wiring import build_runtime
 
     keeper = SessionKeeper(store, record, emit)
     journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
     try:
-        runtime = build_runtime(cfg, keeper, journal)
+        with phase(emit, "connecting", cfg.base_url):
+            runtime = build_runtime(cfg, keeper, journal)
     except ConfigError as exc:
         _fail(exc)
-        return EXIT_USAGE
+        return EXIT_USAGE, RunResult("error", error=str(exc)), None
     except AforoError as exc:
-        emit(RunEnd(RunResult("error", error=str(exc))))
-        return EXIT_CODES["error"]
+        failed = RunResult("error", error=str(exc))
+        emit(RunEnd(failed))
+        return EXIT_CODES["error"], failed, None
     for note in notes + mismatch_warnings(record, cfg.workspace, runtime.model):
         emit(Warning(note))
     keeper.attach(runtime.agent, workspace=cfg.workspace, model=runtime.model, base_url=cfg.base_url)
@@ -180,11 +225,11 @@ def _start(
     if interactive:
         from aforo.cli.repl import start_repl
 
-        return start_repl(keeper, runtime.provider, store, cfg.workspace, runtime.model)
+        return start_repl(keeper, runtime.provider, store, cfg.workspace, runtime.model), None, record.id
     keeper.begin(prompt)
     result = runtime.agent.run(prompt)
     keeper.save()
-    return EXIT_CODES[result.reason]
+    return EXIT_CODES[result.reason], result, record.id
 
 
 def _fail(exc: Exception) -> None:

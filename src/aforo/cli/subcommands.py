@@ -23,7 +23,9 @@ from aforo.cli.config import (
 )
 from aforo.cli.config import trust_project as trust_project_file
 from aforo.cli.sanitize import SafeWriter, sanitize
+from aforo.cli.status import StatusWriter, stderr_status
 from aforo.errors import ConfigError, LimitExceeded, StoreError
+from aforo.events import Progress
 from aforo.server_kinds import KINDS, SERVER_KINDS
 from aforo.servers.probe import run_probe_command
 from aforo.store.paths import sessions_dir
@@ -47,8 +49,17 @@ def probe_main(argv: list[str]) -> int:
     parser.add_argument("--server", choices=SERVER_KINDS, default=None)
     parser.add_argument("--json", action="store_true", help="print {window, overflow, source} as JSON")
     args = parser.parse_args(argv)
-    out = sys.stdout if args.json else SafeWriter(sys.stdout)
-    return run_probe_command(args.base_url, args.model, args.server, args.json, out, kinds=KINDS)  # type: ignore[arg-type]
+    # A probe takes minutes: on a terminal the status line says it is still at work between its lines.
+    status = stderr_status(args.json)
+    screen = StatusWriter(sys.stdout, status) if status else sys.stdout
+    out = sys.stdout if args.json else SafeWriter(screen)  # type: ignore[arg-type]
+    if status:
+        status.show(Progress("probing", "the window"))
+    try:
+        return run_probe_command(args.base_url, args.model, args.server, args.json, out, kinds=KINDS)  # type: ignore[arg-type]
+    finally:
+        if status:
+            status.close()
 
 
 def stats_main(argv: list[str]) -> int:
