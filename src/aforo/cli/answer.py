@@ -155,11 +155,12 @@ class Blocks:
             out += self._line(line)
         return out
 
-    def rest(self) -> str:
-        """What is left (the last block, maybe unfinished); the splitter starts afresh."""
-        lines = [*self._lines, self._partial] if self._partial else self._lines
-        self._lines, self._partial, self._fence, self._blank = [], "", None, False
-        return "\n".join(lines).strip("\n")
+    def rest(self) -> list[str]:
+        """The blocks left (the last one maybe unfinished); the splitter starts afresh."""
+        out = self._line(self._partial) if self._partial else []
+        out += self._cut()
+        self._partial, self._fence = "", None
+        return out
 
     def _cut(self) -> list[str]:
         block, self._lines, self._blank = "\n".join(self._lines), [], False
@@ -213,9 +214,8 @@ class MarkdownAnswer:
             self._print(block)
 
     def end(self) -> None:
-        rest = self._blocks.rest()
-        if rest.strip():
-            self._print(rest)
+        for block in self._blocks.rest():
+            self._print(block)
         self._printed = False
 
     def _print(self, block: str) -> None:

@@ -86,6 +86,7 @@ class StatusLine:
         *,
         width: Callable[[], int] | None = None,
         clock: Callable[[], float] = time.monotonic,
+        autotick: bool = True,
     ) -> None:
         self.stream = stream
         self._width = width or (lambda: shutil.get_terminal_size().columns)
@@ -99,6 +100,7 @@ class StatusLine:
         self._frame = 0
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
         self._frames = _FRAMES_UTF8 if encoding == "utf8" else _FRAMES_ASCII
+        self._autotick = autotick  # False: nothing redraws but `tick()` (tests drive the clock)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
 
@@ -145,7 +147,7 @@ class StatusLine:
     # --- drawing -------------------------------------------------------------------------------------
 
     def _start(self) -> None:
-        if self._thread is None:
+        if self._thread is None and self._autotick:
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._run, args=(self._stop,), daemon=True)
             self._thread.start()
@@ -166,7 +168,9 @@ class StatusLine:
             self._frame = (self._frame + 1) % len(self._frames)
             text = describe(progress, now - self._since, now - self._answer_since)
             line = f"{self._frames[self._frame]} {text}"[: max(0, self._width() - 1)]
-            self._write("\r" + line + " " * max(0, self._drawn - len(line)) + "\r" + line)
+            # A shorter line than the last one leaves its tail: blank it, then write the line again.
+            tail = " " * (self._drawn - len(line)) + "\r" + line if self._drawn > len(line) else ""
+            self._write("\r" + line + tail)
             self._drawn = len(line)
 
     def _erase(self) -> None:
