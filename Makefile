@@ -21,8 +21,9 @@ test: install
 test-fast: install
 	$(BIN)/pytest -q
 
+# The real model comes from the package's engine manager (aforo engine ...) through scripts/real-model.
 test-real: install
-	scripts/real-model run --reproducible --allow-unavailable -- $(BIN)/pytest -q -m real
+	$(BIN)/python scripts/real-model run --reproducible --allow-unavailable -- $(BIN)/pytest -q -m real
 
 lint: install
 	$(BIN)/ruff check src tests bench examples scripts
@@ -36,9 +37,9 @@ fmt: install
 bench: install
 	$(BIN)/python bench/run.py
 
+# `aforo --local` builds the local engine on first use (6-15 minutes on 2 cores), then answers.
 demo: install
-	scripts/real-model run -- sh -c '$(BIN)/aforo --workspace examples/demo --base-url "$$AFORO_REAL_BASE_URL" \
-		--model "$$AFORO_REAL_MODEL" --temperature 0 "Read wordfreq/counter.py and explain it."'
+	$(BIN)/aforo --local --yes --workspace examples/demo --temperature 0 "Read wordfreq/counter.py and explain it."
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -13,6 +13,7 @@ BENCHES = (
     "redaction.py",
     "textcalls.py",
     "tools.py",
+    "faults_memory.py",
 )
 
 

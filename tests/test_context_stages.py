@@ -258,3 +258,13 @@ def test_the_ledger_reads_decisions_and_next_action_from_the_summary_however_emp
     assert ledger.decisions == (Decision("keep the cache", "misses cost 2 s"), Decision("drop the retries"))
     assert ledger.next_action == "read b.py then answer"
     assert build_ledger([Message.user("fix it")]).decisions == ()  # no summary, nothing made up
+
+
+def test_a_summary_in_plain_prose_has_no_sections_and_breaks_nothing() -> None:
+    # The real 0.5B model often ignores the asked-for sections: the ledger then has no decisions and no
+    # next action, and building it (every checkpoint does) must not fail.
+    prose = "The user asked about counter.py; it counts words and breaks ties alphabetically."
+    compacted = assemble(build_ledger([Message.user("explain it")]), prose, "cp-1", [], mid_run=False)
+    ledger = build_ledger([*compacted, Message.user("go on")])
+    assert ledger.decisions == () and ledger.next_action == ""
+    assert ledger.requests == ("explain it", "go on")

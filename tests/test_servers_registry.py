@@ -99,7 +99,15 @@ class KoboldCounter:
 made: list[dict[str, Any]] = []
 
 
-def kobold_provider(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
+def kobold_provider(
+    server: ServerInfo,
+    model: str,
+    *,
+    window: int,
+    api_key: str | None,
+    read_timeout: float,
+    answer_timeout: float,
+) -> Provider:
     made.append({"kind": server.kind, "model": model, "window": window})
     return OpenAICompatProvider(server.v1_url, model, api_key=api_key)
 

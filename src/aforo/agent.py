@@ -118,7 +118,9 @@ class Agent:
         _stop_if(cancel)
         reply = self._call(turn, cancel, totals)
         _stop_if(cancel)
-        ran = answer(reply, self.tools, self.governor.conversation, self.governor.tool_cap(), self.emit)
+        ran = answer(
+            reply, self.tools, self.governor.conversation, self.governor.tool_cap(), self.emit, cancel
+        )
         totals.tool_calls += ran
         if ran:
             return

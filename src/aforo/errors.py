@@ -10,11 +10,14 @@ AforoError
 │   └── ContextOverflowError  the server said the prompt does not fit (every dialect maps here)
 ├── ToolError              a tool refused or failed; becomes an is_error tool_result, never a crash
 ├── StoreError             a checkpoint/session/telemetry read or write failed
-│   └── QuotaExceeded      a write would exceed the state quota
+│   ├── QuotaExceeded      a write would exceed the state quota
+│   └── SessionBusy        another aforo process has the session open
 ├── RejectedError          the governor refused to send a request that cannot fit (nothing was sent)
 ├── TransformError         a change of the conversation was not applied; the conversation is as it was
 │   └── CompactionError    compaction could not make a smaller conversation that fits
 └── LimitExceeded          an input went past one of the named limits of `aforo.limits`
+    ├── ServerLimitExceeded  ... sent by a server; also a ProviderError (the request failed)
+    └── StateLimitExceeded   ... by a state file; also a StoreError (the file is not used)
 """
 
 from __future__ import annotations
@@ -55,10 +58,14 @@ class ProviderTimeout(ProviderError):
 
 
 class HTTPStatusError(ProviderError):
-    def __init__(self, message: str, status: int, body: str = "") -> None:
+    def __init__(
+        self, message: str, status: int, body: str = "", *, retry_after: float | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
+        # Seconds the server asked us to wait before trying again (its Retry-After), when it said.
+        self.retry_after = retry_after
         # 429 and 5xx may pass; 4xx are about the request and will fail again.
         self.retryable = status == 429 or status >= 500
 
@@ -88,6 +95,10 @@ class QuotaExceeded(StoreError):
     pass
 
 
+class SessionBusy(StoreError):
+    """The session is open in another aforo process: two writers would each lose the other's turns."""
+
+
 class RejectedError(AforoError):
     """The governor would not send a request: it does not fit even after transforming. Nothing was sent."""
 
@@ -111,3 +122,17 @@ class LimitExceeded(AforoError):
         how = f" Raise it with {limit.setting}." if limit.setting else ""
         super().__init__(f"{what}: over the {limit.describe()} limit.{how}")
         self.limit = limit
+
+
+class ServerLimitExceeded(LimitExceeded, ProviderError):
+    """A server's answer went past a named limit (a line, the answer's bytes or time, JSON depth...).
+
+    A ProviderError too, so the run ends with `error` like any failed request; never retried: the same
+    request would only make the server do it again."""
+
+    retryable = False
+
+
+class StateLimitExceeded(LimitExceeded, StoreError):
+    """A session or checkpoint file went past a named limit (its size, its JSON depth): a StoreError
+    too, so it is reported by name and skipped like any unreadable state file."""

@@ -53,3 +53,61 @@ TEXT_CALL_LITERAL_CHARS = limit(
     "a tool call an answer writes as a Python literal (single quotes); a longer one stays text",
 )
 CONFIG_BYTES = limit("config_bytes", 1 * MiB, "bytes", "size of a config file (config.toml, .aforo.toml)")
+
+# --- what servers send (providers/, wire/) ---------------------------------------------------------
+STREAM_LINE_BYTES = limit(
+    "stream_line_bytes", 4 * MiB, "bytes", "one line of a streamed answer (an SSE `data:` or NDJSON line)"
+)
+# An answer may take this many bytes on the wire per token it may generate: a streamed token costs
+# 200-400 bytes of JSON around it (ids, model name, usage), so this is several times what any server
+# sends, and far from the gigabytes a stream that never ends would fill memory with.
+ANSWER_BYTES = limit(
+    "answer_bytes",
+    1 * KiB,
+    "bytes per token of max_tokens",
+    "one streamed answer, decompressed (at least 1 MiB)",
+    setting="--max-tokens (the budget grows with it)",
+)
+ANSWER_BYTES_FLOOR = 1 * MiB
+ANSWER_TIMEOUT = limit(
+    "answer_timeout",
+    1800,
+    "seconds",
+    "wall time of one answer, from the request to its last byte",
+    setting="--answer-timeout SECONDS or answer_timeout in the config file",
+)
+READ_TIMEOUT = limit(
+    "read_timeout",
+    600,
+    "seconds",
+    "the server's silence while it answers (prompt processing included)",
+    setting="--read-timeout SECONDS or read_timeout in the config file",
+)
+RESPONSE_BYTES = limit(
+    "response_bytes",
+    16 * MiB,
+    "bytes",
+    "a server answer read whole (error bodies, discovery, counts, probes), decompressed",
+)
+RETRY_AFTER = limit(
+    "retry_after", 30, "seconds", "the longest `Retry-After` aforo waits for; longer, it says when to retry"
+)
+
+# --- aforo's own state (store/) -------------------------------------------------------------------
+# A session holds a tool input (json_depth deep at most) about 5 levels down: state files get room.
+STATE_JSON_DEPTH = limit("state_json_depth", 96, "levels", "nesting of a session or checkpoint file")
+SESSION_BYTES = limit("session_bytes", 64 * MiB, "bytes", "one session file, written or read")
+STATE_FILE_BYTES = limit(
+    "state_file_bytes", 16 * MiB, "bytes", "another state file read whole (trusted workspaces, probe results)"
+)
+CHECKPOINT_BYTES = limit(
+    "checkpoint_bytes",
+    64 * MiB,
+    "bytes",
+    "one checkpoint file, written or read (the checkpoint quotas bound them together)",
+)
+
+
+def answer_bytes(max_tokens: int) -> int:
+    """The byte budget of one streamed answer that may generate `max_tokens` tokens."""
+    return max(ANSWER_BYTES_FLOOR, max_tokens * int(ANSWER_BYTES.value))

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from aforo.errors import LimitExceeded
-from aforo.limits import JSON_DEPTH
+from aforo.limits import JSON_DEPTH, Limit
 
 # A whole string (escapes included; an unterminated one runs to the end), or one bracket. Possessive
 # quantifiers: a string is consumed once, never re-tried shorter, so the scan stays linear.
@@ -39,19 +39,28 @@ def _deeper_than(text: str, limit: int) -> bool:
     return False
 
 
-def check_depth(text: str, what: str) -> None:
-    """Raise `LimitExceeded` naming `what` when `text` nests deeper than `JSON_DEPTH`."""
-    limit = int(JSON_DEPTH.value)
-    if _deeper_than(text, limit):
-        raise LimitExceeded(JSON_DEPTH, f"{what} is nested more than {limit} levels deep")
+def check_depth(
+    text: str, what: str, limit: Limit = JSON_DEPTH, raising: type[LimitExceeded] = LimitExceeded
+) -> None:
+    """Raise `raising` naming `what` when `text` nests deeper than `limit` (`JSON_DEPTH`)."""
+    levels = int(limit.value)
+    if _deeper_than(text, levels):
+        raise raising(limit, f"{what} is nested more than {levels} levels deep")
 
 
-def loads(data: str | bytes | bytearray, what: str = "JSON") -> Any:
-    """`json.loads` for untrusted input: `LimitExceeded` when nested deeper than `JSON_DEPTH`.
+def loads(
+    data: str | bytes | bytearray,
+    what: str = "JSON",
+    limit: Limit = JSON_DEPTH,
+    raising: type[LimitExceeded] = LimitExceeded,
+) -> Any:
+    """`json.loads` for untrusted input: `raising` (a `LimitExceeded`) when nested deeper than `limit`.
 
     `what` names the source in the message ("the server's response", "session file …"). Bytes are
-    decoded as `json.loads` decodes them (UTF-8, -16 or -32, detected).
+    decoded as `json.loads` decodes them (UTF-8, -16 or -32, detected). aforo's own state files use
+    `STATE_JSON_DEPTH`, which leaves room for a tool input `JSON_DEPTH` deep inside a session; the
+    boundaries pass the LimitExceeded subclass their callers handle (a server's, a state file's).
     """
     text = data.decode(json.detect_encoding(data), "surrogatepass") if not isinstance(data, str) else data
-    check_depth(text, what)
+    check_depth(text, what, limit, raising)
     return json.loads(text)

@@ -33,18 +33,58 @@ from aforo.servers.windows import (
 )
 
 
-def openai_compat(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
-    return OpenAICompatProvider(server.v1_url, model, api_key=api_key)
+def openai_compat(
+    server: ServerInfo,
+    model: str,
+    *,
+    window: int,
+    api_key: str | None,
+    read_timeout: float,
+    answer_timeout: float,
+) -> Provider:
+    return OpenAICompatProvider(
+        server.v1_url, model, api_key=api_key, timeout=read_timeout, answer_timeout=answer_timeout
+    )
 
 
-def llamacpp_compat(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
+def llamacpp_compat(
+    server: ServerInfo,
+    model: str,
+    *,
+    window: int,
+    api_key: str | None,
+    read_timeout: float,
+    answer_timeout: float,
+) -> Provider:
     # Asked to, llama-server streams its own progress through the prompt (`prompt_progress`, one chunk per
     # batch), which the status line shows; other servers may refuse a field they do not know.
-    return OpenAICompatProvider(server.v1_url, model, api_key=api_key, extra_body={"return_progress": True})
+    return OpenAICompatProvider(
+        server.v1_url,
+        model,
+        api_key=api_key,
+        timeout=read_timeout,
+        answer_timeout=answer_timeout,
+        extra_body={"return_progress": True},
+    )
 
 
-def ollama_native(server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider:
-    return OllamaProvider(server.root_url, model, num_ctx=window, version=server.version)
+def ollama_native(
+    server: ServerInfo,
+    model: str,
+    *,
+    window: int,
+    api_key: str | None,
+    read_timeout: float,
+    answer_timeout: float,
+) -> Provider:
+    return OllamaProvider(
+        server.root_url,
+        model,
+        num_ctx=window,
+        version=server.version,
+        timeout=read_timeout,
+        answer_timeout=answer_timeout,
+    )
 
 
 # Each entry: name, detection check, window reader, provider factory, then what only some kinds have

@@ -10,15 +10,18 @@ again.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import count
 
+from aforo import safejson
 from aforo.context.conversation import Conversation
 from aforo.context.stages import Cap, cap_text
 from aforo.context.tokens import estimate_text
+from aforo.errors import LimitExceeded
 from aforo.events import EventSink, ToolEnd, ToolStart
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
@@ -48,8 +51,17 @@ def _key(use: ToolUse) -> str:
     return use.name + json.dumps(use.input, sort_keys=True, ensure_ascii=False)
 
 
-def answer(reply: Reply, tools: ToolRegistry, conversation: Conversation, cap: Cap, emit: EventSink) -> int:
-    """Add the model's answer to the conversation and run the tools it calls; how many calls it made."""
+def answer(
+    reply: Reply,
+    tools: ToolRegistry,
+    conversation: Conversation,
+    cap: Cap,
+    emit: EventSink,
+    cancel: threading.Event | None = None,
+) -> int:
+    """Add the model's answer to the conversation and run the tools it calls; how many calls it made.
+
+    A `cancel` (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
     text, uses = tool_uses(reply, tools, conversation.messages)
     blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
     conversation.append(Message("assistant", (*blocks, *uses)))
@@ -57,7 +69,8 @@ def answer(reply: Reply, tools: ToolRegistry, conversation: Conversation, cap: C
         return 0
     for use in uses:
         emit(ToolStart(use.id, use.name, use.input))
-    outcomes = run_batch(tools, uses, cap=cap, answered=answered_calls(conversation.messages[:-1]))
+    answered = answered_calls(conversation.messages[:-1])
+    outcomes = run_batch(tools, uses, cap=cap, answered=answered, cancel=cancel)
     # Appended before the events are emitted: whoever persists on events saves the results too.
     results: tuple[ToolResult | TextBlock, ...] = tuple(o.result for o in outcomes)
     conversation.append(Message("user", results if reply.calls else (*results, TextBlock(TEXT_CALL_HINT))))
@@ -76,25 +89,35 @@ def _size(content: str, ratio: float) -> tuple[int, int, int]:
 def tool_uses(
     reply: Reply, tools: ToolRegistry, conversation: Sequence[Message]
 ) -> tuple[str, list[ToolUse]]:
-    """The calls of this answer, and its text without the calls that were written as text."""
+    """The calls of this answer, and its text without the calls that were written as text.
+
+    Every call gets an id of its own: a result names the call it answers, so two calls that share an id
+    (a server that repeats one, or reuses one from earlier in the conversation) would both get the
+    second's result. A missing or taken id is replaced by a fresh one."""
     taken = {u.id for m in conversation for u in m.tool_uses}
     fresh = (f"call_{n}" for n in count(len(taken) + 1) if f"call_{n}" not in taken)
+
+    def own(call_id: str) -> str:
+        chosen = call_id if call_id and call_id not in taken else next(fresh)
+        taken.add(chosen)
+        return chosen
+
     if reply.calls:
-        return reply.text, [_use(c.id or next(fresh), c.name, c.arguments) for c in reply.calls]
+        return reply.text, [_use(own(c.id), c.name, c.arguments) for c in reply.calls]
     if reply.end.stop_reason == "max_tokens":
         # An answer cut by the output limit is rambling; calls written in it are not to be trusted.
         return reply.text, []
     # Small local models often write the call as JSON in their text instead of a structured call.
     rest, found = extract_text_tool_calls(reply.text, tools.names)
-    return rest, [_use(next(fresh), name, args) for name, args in found]
+    return rest, [_use(own(""), name, args) for name, args in found]
 
 
 def _use(call_id: str, name: str, arguments: str | dict[str, object]) -> ToolUse:
     if isinstance(arguments, dict):
         return ToolUse(call_id, name, dict(arguments))
     try:
-        parsed = json.loads(arguments) if arguments.strip() else {}
-    except json.JSONDecodeError:
+        parsed = safejson.loads(arguments, f"the arguments of {name}") if arguments.strip() else {}
+    except (json.JSONDecodeError, LimitExceeded):
         parsed = None
     # Malformed arguments are kept verbatim so the tool result can quote them back to the model.
     return ToolUse(call_id, name, parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments})
@@ -112,6 +135,7 @@ def run_batch(
     *,
     cap: Cap,
     answered: dict[str, str] | None = None,
+    cancel: threading.Event | None = None,
 ) -> list[CallOutcome]:
     """`answered` holds calls already answered earlier in the conversation: a small model that loops
     on the same Read gets a pointer to the result it already has instead of the output again."""
@@ -125,7 +149,7 @@ def run_batch(
         started = time.monotonic()
         raw = use.input.get("_raw_arguments")
         args: str | dict[str, object] = raw if isinstance(raw, str) else use.input
-        output = tools.execute(use.name, args, max_chars=cap.chars)
+        output = tools.execute(use.name, args, max_chars=cap.chars, cancel=cancel)
         return output, (time.monotonic() - started) * 1000
 
     ran: dict[str, tuple[ToolOutput, float]] = {}

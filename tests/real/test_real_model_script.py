@@ -1,5 +1,6 @@
-"""scripts/real-model itself: `run` serves a private llama-server to CMD, passes CMD's exit code on, and
-stops the server whatever CMD did. Uses the cache the outer `make test-real` already filled (no build).
+"""scripts/real-model itself with the real engine: `run` serves a private llama-server to CMD, passes
+CMD's exit code on, and stops the server whatever CMD did. Uses the package's engine cache that the
+outer `make test-real` already filled (no build).
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ sys.exit(int(sys.argv[1]))
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("code", [0, 3])
 def test_run_passes_the_exit_code_on_and_stops_its_server(real_base_url: str, code: int) -> None:
+    # The engine cache (AFORO_ENGINE_HOME, if set) is inherited: the outer `make test-real` filled it.
     env = {k: v for k, v in os.environ.items() if not k.startswith("AFORO_REAL_")}
-    if "AFORO_REAL_CACHE" in os.environ:
-        env["AFORO_REAL_CACHE"] = os.environ["AFORO_REAL_CACHE"]
     proc = subprocess.run(
         [sys.executable, str(SCRIPT), "run", "--", sys.executable, "-c", CHILD, str(code)],
         capture_output=True,

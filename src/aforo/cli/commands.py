@@ -157,7 +157,11 @@ class Commands:
             return
         for note in notes + mismatch_warnings(record, self.workspace, self.model):
             self.say(f"! {note}")
-        self.keeper.switch(record)
+        try:
+            self.keeper.switch(record)
+        except StoreError as exc:  # SessionBusy: another aforo has it open; this session stays open
+            self.say(f"cannot resume: {exc}")
+            return
         self.keeper.save()
         tokens = self.governor.count(self.agent.request()).tokens
         self.say(

@@ -14,6 +14,7 @@ never to the built-in default (a local port any process could listen on).
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 import shlex
 import tomllib
@@ -26,7 +27,7 @@ import platformdirs
 
 from aforo.context.policy import Policy
 from aforo.errors import ConfigError, LimitExceeded, StoreError, ToolError
-from aforo.limits import CONFIG_BYTES
+from aforo.limits import ANSWER_TIMEOUT, CONFIG_BYTES, READ_TIMEOUT
 from aforo.server_kinds import SERVER_KINDS
 from aforo.store.trust import TrustStore, digest
 from aforo.tools.workspace import open_regular, resolve
@@ -54,6 +55,7 @@ class Config:
     workspace: Path = field(default_factory=Path.cwd)
     base_url: str = DEFAULT_BASE_URL
     base_url_source: str = "default"
+    engine: str | None = None  # "local": aforo's own engine (aforo.engine) instead of base_url
     model: str | None = None
     api_key: str | None = field(default=None, repr=False)
     server: str | None = None
@@ -66,6 +68,8 @@ class Config:
     policy: Policy = field(default_factory=Policy)
     checkpoint_session_quota_mb: float = 20.0
     checkpoint_total_quota_mb: float = 200.0
+    read_timeout: float = READ_TIMEOUT.value
+    answer_timeout: float = ANSWER_TIMEOUT.value
     json: bool = False
     # For the user, shown once the renderer exists: what of the project file was ignored, and why.
     warnings: tuple[str, ...] = ()
@@ -73,8 +77,14 @@ class Config:
 
 
 _INT_KEYS = {"context_window", "max_tokens", "max_turns"}
-_STR_KEYS = {"base_url", "model", "server", "tokenizer", "api_key"}
-_FLOAT_KEYS = {"checkpoint_session_quota_mb", "checkpoint_total_quota_mb", "temperature"}
+_STR_KEYS = {"base_url", "model", "server", "tokenizer", "api_key", "engine"}
+_FLOAT_KEYS = {
+    "checkpoint_session_quota_mb",
+    "checkpoint_total_quota_mb",
+    "temperature",
+    "read_timeout",
+    "answer_timeout",
+}
 _POLICY_KEYS = {f.name for f in fields(Policy)}
 
 
@@ -91,11 +101,15 @@ def _check(key: str, value: Any, where: str) -> Any:
         floor_ok = key == "temperature" and value == 0
         if isinstance(value, bool) or not isinstance(value, int | float) or (value <= 0 and not floor_ok):
             raise ConfigError(f"{where}: {key} must be a positive number, got {value!r}")
+        if not math.isfinite(value):  # nan passes every comparison above; inf is no timeout or quota
+            raise ConfigError(f"{where}: {key} must be a finite number, got {value!r}")
     elif key in _STR_KEYS and (not isinstance(value, str) or not value.strip()):
         shown = "a hidden value" if key == "api_key" else repr(value)
         raise ConfigError(f"{where}: {key} must be a non-empty string, got {shown}")
     if key == "server" and value not in SERVER_KINDS:
         raise ConfigError(f"{where}: server must be one of {', '.join(SERVER_KINDS)}, got {value!r}")
+    if key == "engine" and value != "local":
+        raise ConfigError(f'{where}: engine must be "local" (or absent), got {value!r}')
     return value
 
 
@@ -117,6 +131,13 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
             known = ", ".join(sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | {"policy"}))
             raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
         changes[key] = _check(key, value, where)
+    if "engine" in changes and "base_url" in changes:
+        raise ConfigError(
+            f'{where}: engine = "local" (--local) and base_url (--base-url) both say where the model is; '
+            "keep one"
+        )
+    if "base_url" in changes:
+        changes["engine"] = None  # a server named by a later layer wins over an earlier `engine = "local"`
     if "tokenizer" in changes:
         changes["tokenizer"] = Path(changes["tokenizer"]).expanduser()
     if "context_window" in changes:

@@ -7,6 +7,7 @@ disk in `session_keeper`, the interactive session in `repl`. Every run is a save
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import re
 import sys
@@ -24,6 +25,7 @@ from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismat
 from aforo.cli.status import stderr_status
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import EventSink, Info, Result, RunEnd, RunResult, Warning, phase
+from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.store.checkpoints import CheckpointStore, MiB
 from aforo.store.journal import StoreJournal
 from aforo.store.paths import checkpoints_dir, sessions_dir
@@ -47,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aforo",
         description="A local, read-only coding assistant that always knows how much of the window it uses.",
-        epilog="Subcommands: aforo probe | aforo stats | aforo sessions | aforo trust (each takes --help).",
+        epilog="Subcommands: aforo probe | stats | sessions | trust | engine (each takes --help).",
     )
     parser.add_argument("prompt", nargs="*", help="the question; without one, an interactive session starts")
     parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="directory to read (default: cwd)")
@@ -58,12 +60,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--model", "-m", default=NOT_GIVEN, help="model name (env AFORO_MODEL)")
     parser.add_argument(
+        "--local", action="store_true", help="answer with aforo's own engine (installed on first use)"
+    )
+    parser.add_argument("--yes", "-y", action="store_true", help="with --local: install without asking")
+    parser.add_argument(
         "--context-window", type=int, default=NOT_GIVEN, help="the server's real window in tokens"
     )
     parser.add_argument("--max-tokens", type=int, default=NOT_GIVEN, help="cap of the answer reserve")
     parser.add_argument("--max-turns", type=int, default=NOT_GIVEN, help="model calls per prompt (25)")
     parser.add_argument(
         "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: the server's)"
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long the server may stay silent while it answers ({READ_TIMEOUT.value:g})",
+    )
+    parser.add_argument(
+        "--answer-timeout",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long one answer may take in all ({ANSWER_TIMEOUT.value:g})",
     )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
@@ -102,10 +122,13 @@ def _flags(args: argparse.Namespace) -> dict[str, Any]:
         "temperature",
         "server",
         "tokenizer",
+        "read_timeout",
+        "answer_timeout",
     )
     flags = {k: getattr(args, k) for k in keys}
     flags["json"] = args.json
     flags["trust_workspace"] = args.trust_workspace
+    flags["engine"] = "local" if args.local else NOT_GIVEN
     return flags
 
 
@@ -132,7 +155,15 @@ def run_once(argv: list[str]) -> int:
     if interactive and cfg.json:
         print("aforo: --json needs a prompt (the interactive session renders for people)", file=sys.stderr)
         return EXIT_USAGE
-    emit = renderer(cfg.json, args.plain)
+    if cfg.engine == "local":
+        from aforo.engine.local import attach_local_engine
+
+        try:
+            engine = attach_local_engine(cfg.context_window, assume_yes=args.yes)
+        except AforoError as exc:
+            print(f"aforo: {exc}", file=sys.stderr)
+            return EXIT_CODES["error"]
+        cfg = replace(cfg, base_url=engine.url, model=engine.model)
     try:
         store = SessionStore(sessions_dir())
         record, notes = _open_record(store, resume, cfg.workspace)
@@ -146,6 +177,7 @@ def run_once(argv: list[str]) -> int:
         return EXIT_USAGE
     if resume and cfg.model is None and record.model:
         cfg = replace(cfg, model=record.model)  # continue with the model the conversation was held with
+    emit = renderer(cfg.json, args.plain)
     for note in cfg.notes:
         emit(Info({"trust": note}))
     for warning in cfg.warnings:
@@ -203,9 +235,30 @@ def _start(
 ) -> tuple[int, RunResult | None, str | None]:
     """The exit code, the run's result for the final `result` event (None: interactive) and the saved
     session's id (None: none was saved)."""
+    try:
+        keeper = SessionKeeper(store, record, emit)
+    except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
+        _fail(exc)
+        return EXIT_USAGE, RunResult("error", error=str(exc)), None
+    try:
+        return _run(cfg, emit, keeper, notes, checkpoints, telemetry, prompt, interactive)
+    finally:
+        keeper.close()
+
+
+def _run(
+    cfg: Config,
+    emit: EventSink,
+    keeper: SessionKeeper,
+    notes: list[str],
+    checkpoints: CheckpointStore,
+    telemetry: Telemetry | None,
+    prompt: str,
+    interactive: bool,
+) -> tuple[int, RunResult | None, str | None]:
     from aforo.cli.wiring import build_runtime
 
-    keeper = SessionKeeper(store, record, emit)
+    record, store = keeper.record, keeper.store
     journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
     try:
         with phase(emit, "connecting", cfg.base_url):
@@ -259,8 +312,19 @@ def _open_telemetry(emit: EventSink) -> Telemetry | None:
         return None
 
 
+def _lossless_stdio() -> None:
+    """A byte that is not UTF-8 in a prompt, a file name or a path is held as a lone surrogate, as in
+    argv: read from stdin the same way, and printed as its escape (`\\udcfe`), never a traceback."""
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="surrogateescape")
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    _lossless_stdio()
     from aforo.cli.subcommands import SUBCOMMANDS
 
     try:

@@ -7,6 +7,11 @@ the user typed. A saved conversation may end with tool calls whose results never
 tool ran or the next call was in flight): loading closes them with error results, as the agent does
 after a cancel, so the model never sees an action without its consequence. The open session's record is
 where its id lives: checkpoints and telemetry ask the keeper for it (`session_id`).
+
+Saves happen when the conversation changed (a new tuple): the prompt, each answer, each batch of tool
+results, a transformation, the end of the run; streamed text changes nothing, so it costs no save.
+The keeper holds the open session's lock from the moment it opens it: a second aforo on the same
+session stops with `SessionBusy` instead of writing over this one's turns.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from aforo.agent import Agent
 from aforo.errors import StoreError
 from aforo.events import Event, EventSink, Warning
 from aforo.messages import Message
-from aforo.store.sessions import SessionRecord, SessionStore
+from aforo.store.sessions import SessionLock, SessionRecord, SessionStore
 
 LATEST = "latest"
 INTERRUPTED_RESULT = "[aforo stopped before this tool call finished; run the tool again if you need it.]"
@@ -59,7 +64,9 @@ class SessionKeeper:
     """An EventSink that forwards to `inner` and saves the session whenever the conversation changed."""
 
     def __init__(self, store: SessionStore, record: SessionRecord, inner: EventSink) -> None:
+        """Raises SessionBusy (a StoreError) when another process has `record` open."""
         self.store = store
+        self._lock, record = self._open(record)
         self.record = record
         self.inner = inner
         self.agent: Agent | None = None
@@ -79,7 +86,13 @@ class SessionKeeper:
         return self.record.id
 
     def switch(self, record: SessionRecord) -> None:
-        """Continue `record` here: from now on it is saved with this workspace, model and server."""
+        """Continue `record` here: from now on it is saved with this workspace, model and server.
+
+        Raises SessionBusy, with the open session unchanged, when another process has `record` open."""
+        if record.id != self._lock.session_id:
+            taken, record = self._open(record)
+            self._lock.release()
+            self._lock = taken
         self.record = record
         self._saved = None
         record.workspace, record.model, record.base_url = self._where
@@ -88,6 +101,18 @@ class SessionKeeper:
             conversation.replace(record.messages)
             conversation.close_pending(INTERRUPTED_RESULT)
             record.window = self.agent.governor.budget.window
+
+    def _open(self, record: SessionRecord) -> tuple[SessionLock, SessionRecord]:
+        """Lock `record`'s session, then read it again: a process that held it until now may have
+        saved a turn since `record` was read, and writing the older copy would lose that turn."""
+        lock = self.store.lock(record.id)
+        try:
+            if self.store.path(record.id).exists():
+                record = self.store.load(record.id)
+        except BaseException:
+            lock.release()
+            raise
+        return lock, record
 
     def __call__(self, event: Event) -> None:
         self.inner(event)
@@ -117,3 +142,7 @@ class SessionKeeper:
             self._failed = True
             return False
         return True
+
+    def close(self) -> None:
+        """Let another process open the session (the end of the process does it too)."""
+        self._lock.release()

@@ -1,4 +1,4 @@
-"""`aforo probe`, `aforo stats`, `aforo sessions`, `aforo trust`: each parses its own flags and delegates.
+"""`aforo probe`, `stats`, `sessions`, `trust`, `engine`: each parses its own flags and delegates.
 
 What they print can hold a server's or a model's words (model names, session titles, error bodies): it
 is sanitized like the event stream (`cli.sanitize`); `--json` output is JSON with ASCII escapes.
@@ -24,6 +24,7 @@ from aforo.cli.config import (
 from aforo.cli.config import trust_project as trust_project_file
 from aforo.cli.sanitize import SafeWriter, sanitize
 from aforo.cli.status import StatusWriter, stderr_status
+from aforo.engine.cli import engine_main
 from aforo.errors import ConfigError, LimitExceeded, StoreError
 from aforo.events import Progress
 from aforo.server_kinds import KINDS, SERVER_KINDS
@@ -174,4 +175,10 @@ def _list_trusted(store: TrustStore) -> int:
     return 0
 
 
-SUBCOMMANDS = {"probe": probe_main, "stats": stats_main, "sessions": sessions_main, "trust": trust_main}
+SUBCOMMANDS = {
+    "probe": probe_main,
+    "stats": stats_main,
+    "sessions": sessions_main,
+    "trust": trust_main,
+    "engine": engine_main,
+}

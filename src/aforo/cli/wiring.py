@@ -60,7 +60,14 @@ def build_runtime(
     for warning in resolution.warnings:
         emit(Warning(warning.removeprefix("! ")))
     budget = Budget(resolution.window, cfg.max_tokens, resolution.source)
-    provider = kind.provider(server, model, window=budget.window, api_key=cfg.api_key)
+    provider = kind.provider(
+        server,
+        model,
+        window=budget.window,
+        api_key=cfg.api_key,
+        read_timeout=cfg.read_timeout,
+        answer_timeout=cfg.answer_timeout,
+    )
     counter = make_counter(kind.counter, client, server.root_url, model, cfg.tokenizer)
     window_known = served is not None or remembered is not None
     governor = Governor(

@@ -133,6 +133,8 @@ def summary_sections(message: Message) -> dict[str, str]:
             summary = summary[:cut]
             break
     headers = list(_SECTION.finditer(summary))
+    if not headers:  # a small model's summary may be plain prose, with none of the asked-for sections
+        return {}
     ends = [h.start() for h in headers[1:]] + [len(summary)]
     return {
         h.group(1).lower(): (h.group(2) + summary[h.end() : end]).strip()

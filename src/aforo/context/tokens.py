@@ -151,3 +151,29 @@ class Calibration:
 
     def scale(self, raw_estimate: int) -> int:
         return math.ceil(raw_estimate * self.ratio)
+
+
+# No tokenizer spends more than this many tokens on one character (byte fallback on a 4-byte
+# character), nor a chat template more than this many tokens of framing around a conversation.
+MAX_TOKENS_PER_CHAR = 4
+MAX_FRAMING_TOKENS = 1024
+
+
+def impossible(sample: Sample, *, window: int, window_known: bool, exact: int | None) -> str | None:
+    """Why a server's report of `sample.tokens` prompt tokens cannot be true of the request it answers
+    (estimated at `sample.estimate`), or None when it can. Such a report must not calibrate anything:
+    one of 999 999 999 tokens would make every later request look a million times too big."""
+    tokens = sample.tokens
+    if tokens < 0:
+        return f"a negative count of prompt tokens ({tokens:,})"
+    ceiling = sample.estimate * CHARS_PER_TOKEN * MAX_TOKENS_PER_CHAR + MAX_FRAMING_TOKENS
+    if tokens > ceiling:
+        return (
+            f"{tokens:,} prompt tokens for a request of about {sample.estimate:,}: more than "
+            f"{MAX_TOKENS_PER_CHAR} tokens per character"
+        )
+    if window_known and tokens > window:
+        return f"{tokens:,} prompt tokens, more than the server's own window of {window:,}"
+    if exact is not None and tokens > 2 * exact + MAX_FRAMING_TOKENS:
+        return f"{tokens:,} prompt tokens for a request its own tokenizer counts at {exact:,}"
+    return None

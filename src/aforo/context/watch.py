@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from aforo.context.counting import Meter
 from aforo.context.overflow import COMMON_WINDOWS, TruncationDetector, Verdict, generation_overflow
-from aforo.context.tokens import Sample, frame_key
+from aforo.context.tokens import Sample, frame_key, impossible
 from aforo.errors import ContextOverflowError, ProviderError
 from aforo.events import EventSink, Warning, phase
 from aforo.messages import Message, MessageEnd, Request
@@ -34,6 +34,8 @@ class Watch:
         self.emit = emit
         # When the server itself told us its window, only that one can be crossed: fewer probes.
         self.detector = TruncationDetector(() if window_known else COMMON_WINDOWS)
+        self.window_known = window_known
+        self._told_impossible = False
         self.prev: Sample | None = None
         self._prev_len = 0
         # Prompt tokens of a one-character request with this system prompt and tools, per frame_key.
@@ -47,6 +49,11 @@ class Watch:
         self, request: Request, end: MessageEnd, provider: Provider, exact: int | None, window: int
     ) -> Observation:
         cur = Sample(end.usage.prompt_tokens, self.meter.raw(request))
+        why = impossible(cur, window=window, window_known=self.window_known, exact=exact)
+        if why is not None:
+            # Treated as no report at all: it neither calibrates nor judges truncation.
+            self._tell_impossible(why)
+            return Observation(False, Sample(0, cur.estimate))
         shift = generation_overflow(cur.tokens, end.usage.output_tokens, window)
         if shift:
             self.emit(
@@ -75,6 +82,16 @@ class Watch:
         self.prev = cur
         self._prev_len = len(request.messages)
         return Observation(False, cur, context_shift=shift)
+
+    def _tell_impossible(self, why: str) -> None:
+        if not self._told_impossible:
+            self._told_impossible = True
+            self.emit(
+                Warning(
+                    f"The server reported {why}, which cannot be true: such usage reports are ignored "
+                    "(they calibrate nothing); counts stay estimated."
+                )
+            )
 
     def _resolve(
         self, verdict: Verdict, request: Request, new: tuple[Message, ...], provider: Provider

@@ -17,12 +17,13 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
 
 from aforo.errors import HTTPStatusError, ProtocolError, ProviderError
+from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.messages import (
     Message,
     MessageEnd,
@@ -36,6 +37,8 @@ from aforo.messages import (
     ToolUse,
     Usage,
 )
+from aforo.wire.body import JSON_HEADERS, encode_body
+from aforo.wire.bounded import AnswerBudget, lines, read_body, server_json
 from aforo.wire.http import get_json_quiet, normalize_base_url, status_error, translate_transport
 from aforo.wire.openai_chat import tools_to_openai
 
@@ -111,7 +114,8 @@ class OllamaProvider:
         *,
         num_ctx: int,
         version: str | None = None,
-        timeout: float = 600,
+        timeout: float = READ_TIMEOUT.value,
+        answer_timeout: float = ANSWER_TIMEOUT.value,
         connect_timeout: float = 10,
     ) -> None:
         self.root_url, _ = normalize_base_url(base_url)
@@ -121,7 +125,11 @@ class OllamaProvider:
         self._version = version
         self._version_asked = version is not None
         self._read_timeout = timeout
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout))
+        self._answer_timeout = answer_timeout
+        # The server may be silent for the read timeout, but not past the answer's deadline.
+        self._client = httpx.Client(
+            timeout=httpx.Timeout(min(timeout, answer_timeout), connect=connect_timeout)
+        )
         # Ollama gives calls no ids; ours must be unique across a conversation that may span several
         # runs (a resumed session), hence a per-instance tag before the counter.
         self._call_tag = uuid.uuid4().hex[:6]
@@ -168,20 +176,29 @@ class OllamaProvider:
         body = self.body(request)
         if cancel is not None and cancel.is_set():
             return
+        budget = AnswerBudget(self.url, request.max_tokens, self._answer_timeout)
         try:
-            with self._client.stream("POST", self.url, json=body) as response:
-                if response.status_code >= 400:
-                    response.read()
-                    raise self._status_error(response.status_code, response.text, body["model"])
-                yield from self._events(response, body["model"], cancel)
+            with self._client.stream(
+                "POST", self.url, content=encode_body(body), headers=JSON_HEADERS
+            ) as response:
+                if response.status_code >= 300:
+                    text = read_body(response, self.url)
+                    raise self._status_error(response.status_code, text, body["model"], response.headers)
+                yield from self._events(
+                    lines(budget.metered(response.iter_bytes()), self.url), body["model"], cancel
+                )
+        except httpx.TimeoutException as exc:
+            if budget.expired():
+                raise budget.timeout_error() from exc
+            raise translate_transport(exc, self.url, self._read_timeout) from exc
         except httpx.TransportError as exc:
             raise translate_transport(exc, self.url, self._read_timeout) from exc
 
     def _events(
-        self, response: httpx.Response, model: str, cancel: threading.Event | None
+        self, stream_lines: Iterator[str], model: str, cancel: threading.Event | None
     ) -> Iterator[StreamEvent]:
         calls: list[StreamToolCall] = []
-        for line in response.iter_lines():
+        for line in stream_lines:
             if cancel is not None and cancel.is_set():
                 return
             if not line.strip():
@@ -209,7 +226,7 @@ class OllamaProvider:
 
     def _json(self, line: str) -> dict[str, Any]:
         try:
-            chunk = json.loads(line)
+            chunk = server_json(line, f"a line {self.url} sent")
         except ValueError as exc:
             raise ProtocolError(f"{self.url} sent a line that is not JSON: {line[:200]!r}") from exc
         if not isinstance(chunk, dict):
@@ -241,8 +258,10 @@ class OllamaProvider:
         }
         return MessageEnd(usage, reason, timings)
 
-    def _status_error(self, status: int, body: str, model: str) -> ProviderError:
-        error = status_error(status, body, url=self.url, model=model)
+    def _status_error(
+        self, status: int, body: str, model: str, headers: Mapping[str, str] | None = None
+    ) -> ProviderError:
+        error = status_error(status, body, url=self.url, model=model, headers=headers)
         if status == 404 and isinstance(error, HTTPStatusError):
             return HTTPStatusError(
                 f"the Ollama server at {self.root_url} does not have the model {model!r} — pull it with"

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
-from httpx_sse import SSEError, connect_sse
 
 from aforo.errors import ConfigError, ProtocolError
+from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.messages import (
     MessageEnd,
     Request,
@@ -32,6 +32,8 @@ from aforo.messages import (
     Usage,
 )
 from aforo.providers.retry import retrying
+from aforo.wire.body import JSON_HEADERS, encode_body
+from aforo.wire.bounded import AnswerBudget, lines, read_body, server_json, sse_data
 from aforo.wire.http import status_error, translate_transport
 from aforo.wire.openai_chat import chat_body
 
@@ -42,6 +44,8 @@ FINISH_REASONS: dict[str, StopReason] = {
     "length": "max_tokens",
     "content_filter": "refusal",
 }
+
+SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
 
 EMPTY_STREAM = (
     "the server returned an empty stream (HTTP 200, no events); some servers (llama-cpp-python) do this "
@@ -195,7 +199,8 @@ class OpenAICompatProvider:
         model: str,
         *,
         api_key: str | None = None,
-        timeout: float = 600,
+        timeout: float = READ_TIMEOUT.value,
+        answer_timeout: float = ANSWER_TIMEOUT.value,
         connect_timeout: float = 10,
         retries: int = 2,
         extra_body: dict[str, Any] | None = None,
@@ -208,8 +213,11 @@ class OpenAICompatProvider:
         self.retries = retries
         self.extra_body = dict(extra_body or {})  # fields only some servers understand
         self._read_timeout = timeout
+        self._answer_timeout = answer_timeout
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._client = httpx.Client(timeout=httpx.Timeout(timeout, connect=connect_timeout), headers=headers)
+        # The server may be silent for the read timeout, but not past the answer's deadline.
+        limits = httpx.Timeout(min(timeout, answer_timeout), connect=connect_timeout)
+        self._client = httpx.Client(timeout=limits, headers=headers)
 
     def close(self) -> None:
         self._client.close()
@@ -244,22 +252,29 @@ class OpenAICompatProvider:
         if cancel is not None and cancel.is_set():
             return
         answer = _Answer(self.url, str(body["model"]))
+        budget = AnswerBudget(self.url, int(body.get("max_tokens") or 0), self._answer_timeout)
         try:
-            with connect_sse(self._client, "POST", self.url, json=body) as source:
-                response = source.response
-                if response.status_code >= 400:
-                    response.read()
-                    raise status_error(response.status_code, response.text, url=self.url, model=answer.model)
+            with self._client.stream(
+                "POST", self.url, content=encode_body(body), headers={**JSON_HEADERS, **SSE_HEADERS}
+            ) as response:
+                if response.status_code >= 300:
+                    text = read_body(response, self.url)
+                    raise status_error(
+                        response.status_code, text, url=self.url, model=answer.model, headers=response.headers
+                    )
                 content_type = response.headers.get("content-type", "")
                 if "json" in content_type:
                     # The server ignored `stream: true` and sent one whole completion.
-                    response.read()
-                    yield from self._completion(response.text, answer)
+                    yield from self._completion(read_body(response, self.url, budget=budget), answer)
                     return
-                for sse in source.iter_sse():
+                if "text/event-stream" not in content_type.partition(";")[0]:
+                    raise ProtocolError(
+                        f"{self.url} did not answer with an event stream (Content-Type {content_type!r})"
+                    )
+                for data in sse_data(lines(budget.metered(response.iter_bytes()), self.url)):
                     if cancel is not None and cancel.is_set():
                         return
-                    data = sse.data.strip()
+                    data = data.strip()
                     if data == "[DONE]":
                         break
                     if not data:
@@ -268,14 +283,16 @@ class OpenAICompatProvider:
                         yield StreamText(text)
                     yield from answer.progressed()
                 yield from answer.end()
-        except SSEError as exc:  # a subclass of httpx.TransportError: catch it first
-            raise ProtocolError(f"{self.url} did not answer with an event stream: {exc}") from exc
+        except httpx.TimeoutException as exc:
+            if budget.expired():
+                raise budget.timeout_error() from exc
+            raise translate_transport(exc, self.base_url, self._read_timeout) from exc
         except httpx.TransportError as exc:
             raise translate_transport(exc, self.base_url, self._read_timeout) from exc
 
     def _json(self, data: str) -> Any:
         try:
-            return json.loads(data)
+            return server_json(data, f"the data {self.url} sent")
         except ValueError as exc:
             raise ProtocolError(f"{self.url} sent data that is not JSON: {data[:200]!r}") from exc
 

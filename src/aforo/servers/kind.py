@@ -38,7 +38,16 @@ CounterFactory = Callable[[httpx.Client, str, str], TokenCounter]
 
 
 class ProviderFactory(Protocol):
-    def __call__(self, server: ServerInfo, model: str, *, window: int, api_key: str | None) -> Provider: ...
+    def __call__(
+        self,
+        server: ServerInfo,
+        model: str,
+        *,
+        window: int,
+        api_key: str | None,
+        read_timeout: float,
+        answer_timeout: float,
+    ) -> Provider: ...
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,14 @@ and the next probe rewrites it atomically.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from aforo.store.atomic import atomic_write
+from aforo.errors import StoreError
+from aforo.limits import STATE_FILE_BYTES
+from aforo.store.atomic import atomic_write, encode_json, read_json
 from aforo.store.paths import state_dir
 
 PROBES_FILE = "probes.json"
@@ -49,8 +50,10 @@ class ProbeStore:
 
     def _read(self) -> dict[str, Any]:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_json(
+                self.path, "probe results", missing="", corrupt_advice="", max_bytes=STATE_FILE_BYTES
+            )
+        except StoreError:
             return {}
         if (
             not isinstance(data, dict)
@@ -85,5 +88,5 @@ class ProbeStore:
             "measured_at": remembered.measured_at,
         }
         data = {"schema": SCHEMA, "probes": probes}
-        atomic_write(self.path, (json.dumps(data, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+        atomic_write(self.path, encode_json(data, indent=2, sort_keys=True) + b"\n")
         return remembered

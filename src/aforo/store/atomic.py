@@ -11,15 +11,19 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from aforo.errors import StoreError
+from aforo import safejson
+from aforo.errors import StateLimitExceeded, StoreError
+from aforo.limits import STATE_JSON_DEPTH, Limit
 from aforo.store.paths import FILE_MODE, ensure_dir
 
 TEMP_SUFFIX = ".tmp"
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def is_temp_name(name: str) -> bool:
@@ -86,16 +90,43 @@ def remove_stale_temps(directory: Path, max_age_s: float = 60.0) -> int:
     return removed
 
 
-def read_json(path: Path, what: str, *, missing: str, corrupt_advice: str) -> Any:
-    """The parsed JSON of a state file, or StoreError: `missing` when absent, `what` names it otherwise."""
+def encode_json(data: Any, *, indent: int | None = None, sort_keys: bool = False) -> bytes:
+    """`data` as the UTF-8 JSON of a state file, whatever its strings hold.
+
+    A byte that is not UTF-8 in a file name, a prompt or a path reaches us as a lone surrogate
+    (Python's surrogateescape), which has no UTF-8 form: it is written as JSON's own `\\udcNN` escape,
+    which reads back as the same string. Everything else stays as readable as `ensure_ascii=False`
+    makes it (a surrogate can only occur inside a JSON string, where the escape is valid)."""
+    text = json.dumps(data, ensure_ascii=False, indent=indent, sort_keys=sort_keys)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text).encode("utf-8")
+
+
+def check_size(size: int, limit: Limit, what: str) -> None:
+    """`StateLimitExceeded` when `what`, a state file of `size` bytes, is over `limit`."""
+    if size > limit.value:
+        raise StateLimitExceeded(limit, f"{what} is {size:,} bytes")
+
+
+def read_json(path: Path, what: str, *, missing: str, corrupt_advice: str, max_bytes: Limit) -> Any:
+    """The parsed JSON of a state file, or StoreError: `missing` when absent, `what` names it otherwise.
+
+    A file larger than `max_bytes`, or nested deeper than `state_json_depth`, is refused (a
+    StateLimitExceeded): one hostile or broken file costs neither the memory nor the stack of the
+    command that lists the others."""
+    most = int(max_bytes.value)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as fh:
+            raw = fh.read(most + 1)
     except FileNotFoundError as exc:
         raise StoreError(missing) from exc
     except OSError as exc:
         raise StoreError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    if len(raw) > most:
+        raise StateLimitExceeded(max_bytes, f"{what} {path} will not be used, it is over {most:,} bytes")
     try:
-        return json.loads(raw)
+        return safejson.loads(
+            raw, f"{what} {path} will not be used, it", STATE_JSON_DEPTH, StateLimitExceeded
+        )
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise StoreError(
             f"{what} {path} is not valid JSON ({exc}): it is corrupt or truncated and will not be used. "

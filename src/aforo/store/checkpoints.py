@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import builtins
 import contextlib
-import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -19,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from aforo.errors import QuotaExceeded, StoreError
+from aforo.limits import CHECKPOINT_BYTES
 from aforo.messages import Message, messages_from_list, messages_to_list
-from aforo.store.atomic import atomic_write, read_json, remove_stale_temps
+from aforo.store.atomic import atomic_write, check_size, encode_json, read_json, remove_stale_temps
 from aforo.store.ids import check_id, new_id, utc_now
 from aforo.store.migrations import DocumentStep, Migrations, document_header, upgrade_document
 from aforo.store.paths import ensure_dir
@@ -137,7 +137,7 @@ def encode_checkpoint(cp: Checkpoint) -> bytes:
     """The on-disk bytes of a checkpoint: every conversational field redacted."""
     data = cp.to_dict()
     data.update(redact_obj({k: v for k, v in data.items() if k not in _STRUCTURAL}))
-    return json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")
+    return encode_json(data, indent=1)
 
 
 def load_checkpoint(path: Path) -> Checkpoint:
@@ -147,6 +147,7 @@ def load_checkpoint(path: Path) -> Checkpoint:
         "checkpoint",
         missing=f"checkpoint {path} does not exist",
         corrupt_advice="Move it aside to continue.",
+        max_bytes=CHECKPOINT_BYTES,
     )
     data = upgrade_document(data, KIND, MIGRATIONS, f"checkpoint {path}")
     try:
@@ -193,6 +194,7 @@ class CheckpointStore:
         check_id(cp.session_id, "session id")
         check_id(cp.id, "checkpoint id")
         data = encode_checkpoint(cp)
+        check_size(len(data), CHECKPOINT_BYTES, f"checkpoint {cp.id}")
         for scope, quota, key in (
             ("per-session", self.session_quota_bytes, "checkpoint_session_quota_mb"),
             ("total", self.total_quota_bytes, "checkpoint_total_quota_mb"),

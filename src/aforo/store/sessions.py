@@ -2,24 +2,37 @@
 
 One redacted JSON file per session (`root/<id>.json`), replaced atomically on each save: a kill at any
 moment leaves the previous turn's state or the new one. Ids sort by creation time. Secrets never rest
-on disk: a resumed conversation shows `[REDACTED:<kind>]` where one was.
+on disk: a resumed conversation shows `[REDACTED:<kind>]` where one was. One process writes a session
+at a time: `lock` takes it (an fcntl lock on `root/<id>.lock`, released by the kernel when the
+process ends, however it ends), and a second process gets `SessionBusy` instead of silently
+overwriting the other's turns.
 """
 
 from __future__ import annotations
 
 import builtins
-import json
+import contextlib
+import fcntl
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from aforo.errors import StoreError
+from aforo.errors import SessionBusy, StoreError
+from aforo.limits import SESSION_BYTES
 from aforo.messages import Message, messages_from_list, messages_to_list
-from aforo.store.atomic import atomic_write, is_temp_name, read_json, remove_stale_temps
+from aforo.store.atomic import (
+    atomic_write,
+    check_size,
+    encode_json,
+    is_temp_name,
+    read_json,
+    remove_stale_temps,
+)
 from aforo.store.ids import check_id, new_id, utc_now
 from aforo.store.migrations import DocumentStep, Migrations, document_header, upgrade_document
-from aforo.store.paths import ensure_dir
+from aforo.store.paths import FILE_MODE, ensure_dir
 from aforo.store.redact import redact_obj, redacted_line
 
 KIND = "aforo.session"
@@ -94,9 +107,60 @@ def _record_from(data: Any, where: str) -> SessionRecord:
         raise StoreError(f"{where} is invalid: {exc}; it will not be used.") from exc
 
 
+class SessionLock:
+    """This process's hold on one session; `release` (or the end of the process) lets another take it."""
+
+    def __init__(self, session_id: str, path: Path, fd: int) -> None:
+        self.session_id = session_id
+        self.path = path
+        self._fd: int | None = fd
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def release(self) -> None:
+        if self._fd is not None:
+            # Closing the descriptor drops the lock; the file stays, so no other process is left
+            # holding a lock on a name that was just unlinked.
+            os.close(self._fd)
+            self._fd = None
+
+    def __enter__(self) -> SessionLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
 class SessionStore:
     def __init__(self, root: Path) -> None:
         self.root = root
+
+    def lock(self, session_id: str) -> SessionLock:
+        """Take `session_id` for this process; `SessionBusy` at once when another process holds it.
+
+        No waiting: the other process may be an interactive session that stays open for hours, and
+        a turn written over its turns would be lost without a word."""
+        path = self.root / f"{check_id(session_id, 'session id')}.lock"
+        ensure_dir(self.root)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        except OSError as exc:
+            raise StoreError(f"cannot lock session {session_id} ({path}): {exc.strerror or exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = _holder(fd)
+            os.close(fd)
+            raise SessionBusy(
+                f"session {session_id} is open in another aforo process{holder}; wait for it to end, or "
+                "start a new conversation (without --resume) or resume another (`aforo sessions`)"
+            ) from None
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        return SessionLock(session_id, path, fd)
 
     @staticmethod
     def new_id() -> str:
@@ -106,16 +170,21 @@ class SessionStore:
         return self.root / f"{check_id(session_id, 'session id')}.json"
 
     def save(self, rec: SessionRecord) -> Path:
-        """Persist `rec` (redacted) atomically; fills in its title and bumps `updated_at`."""
+        """Persist `rec` (redacted) atomically; fills in its title and bumps `updated_at`.
+
+        A session over `session_bytes` is not written (StateLimitExceeded): the previous save stays,
+        and no file is made that could not be read back."""
         path = self.path(rec.id)
         rec.updated_at = utc_now()
         if not rec.title:
             rec.title = title_of(rec.messages)
         data = rec.to_dict()
         data.update(redact_obj({k: v for k, v in data.items() if k not in _STRUCTURAL}))
+        encoded = encode_json(data)
+        check_size(len(encoded), SESSION_BYTES, f"session {rec.id}")
         ensure_dir(self.root)
         remove_stale_temps(self.root)
-        atomic_write(path, json.dumps(data, ensure_ascii=False).encode("utf-8"))
+        atomic_write(path, encoded)
         return path
 
     def load(self, session_id: str) -> SessionRecord:
@@ -125,6 +194,7 @@ class SessionStore:
             "session file",
             missing=f"no session {session_id!r} in {self.root}; `aforo sessions` lists them.",
             corrupt_advice="Move it aside, or resume another session (`aforo sessions` lists them).",
+            max_bytes=SESSION_BYTES,
         )
         return _record_from(data, f"session file {path}")
 
@@ -193,3 +263,11 @@ class SessionStore:
             path, error = unreadable[0]
             notes.append(f"skipped {len(unreadable)} unreadable session file(s), e.g. {path}: {error}")
         return newest, notes
+
+
+def _holder(fd: int) -> str:
+    """`" (pid N)"` from a lock file its holder wrote its pid into, else ""."""
+    with contextlib.suppress(OSError, ValueError):
+        pid = int(os.pread(fd, 32, 0).decode().strip())
+        return f" (pid {pid})"
+    return ""

@@ -95,6 +95,8 @@ def connect(path: Path) -> sqlite3.Connection:
         with contextlib.suppress(FileExistsError):
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE))
     db = sqlite3.connect(path, timeout=10.0, isolation_level=None, check_same_thread=False)
+    # Text that is not UTF-8 (written by another program) reads escaped instead of failing the query.
+    db.text_factory = lambda raw: raw.decode("utf-8", "backslashreplace")
     try:
         db.execute("PRAGMA journal_mode=WAL")
         # NORMAL is durable across process crashes in WAL mode; only a power loss may drop the last rows.
@@ -115,6 +117,7 @@ class Telemetry:
             self._db = connect(self.path)
             try:
                 migrate(self._db)
+                self._check_shape()
             except BaseException:
                 self._db.close()
                 raise
@@ -122,6 +125,18 @@ class Telemetry:
             raise StoreError(
                 f"cannot open the telemetry database {self.path}: {exc}. Move the file aside to start afresh."
             ) from exc
+
+    def _check_shape(self) -> None:
+        """The events table has every column aforo writes: a table replaced by hand or by another
+        program is named here, once, instead of failing every query later."""
+        have = {row[1] for row in self._db.execute('PRAGMA table_info("events")')}
+        missing = [c for c in COLUMNS if c not in have]
+        if missing:
+            what = "has no events table" if not have else f"has an events table without {', '.join(missing)}"
+            raise StoreError(
+                f"the telemetry database {self.path} {what}: it was changed outside aforo. "
+                "Move the file aside to start afresh."
+            )
 
     def close(self) -> None:
         self._db.close()
@@ -176,6 +191,9 @@ class Telemetry:
             "window_source": window_source,
             "checkpoint": str(checkpoint) if checkpoint is not None else None,
         }
+        # A path or a name with a byte that is not UTF-8 holds a lone surrogate, which SQLite's UTF-8
+        # cannot take: stored as its escape (`\\udcfe`).
+        row = {k: _encodable(v) for k, v in row.items()}
         names = ", ".join(f'"{k}"' for k in row)
         marks = ", ".join("?" for _ in row)
         try:
@@ -185,11 +203,17 @@ class Telemetry:
             raise StoreError(f"cannot write telemetry to {self.path}: {exc}") from exc
 
     def rows(self, session: str | None = None) -> list[dict[str, Any]]:
-        where, params = ("WHERE session = ?", (session,)) if session else ("", ())
+        """Every record (of one session), oldest first; a value of the wrong type reads as NULL."""
+        where, params = ("WHERE session = ?", (_encodable(session),)) if session else ("", ())
         cols = ", ".join(f'"{c}"' for c in COLUMNS)
-        with self._lock:
-            cur = self._db.execute(f"SELECT {cols} FROM events {where} ORDER BY id", params)
-            return [dict(zip(COLUMNS, r, strict=True)) for r in cur.fetchall()]
+        try:
+            with self._lock:
+                cur = self._db.execute(f"SELECT {cols} FROM events {where} ORDER BY id", params)
+                return [_typed(dict(zip(COLUMNS, r, strict=True))) for r in cur.fetchall()]
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot read the telemetry database {self.path}: {exc}. Move the file aside to start afresh."
+            ) from exc
 
     def export_jsonl(self, out: TextIO, session: str | None = None) -> int:
         """Write every record (of one session) as a JSON line; return how many."""
@@ -200,3 +224,30 @@ class Telemetry:
 
     def summary(self, session: str | None = None) -> dict[str, Any]:
         return summarize(self.rows(session), EVENTS)
+
+
+def _encodable(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
+_NUMBERS = frozenset(INT_FIELDS) | {"duration_ms"}
+
+
+def _typed(row: dict[str, Any]) -> dict[str, Any]:
+    """A row as the summary expects it. SQLite keeps whatever was written, and a file edited by hand
+    may hold text where a count belongs: such a value is dropped (None), not a crash of `aforo stats`."""
+    for key, value in row.items():
+        if key in _NUMBERS:
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        elif key == "id":
+            ok = isinstance(value, int)
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            row[key] = None
+    for key, default in (("ts", ""), ("session", ""), ("event", "unknown")):
+        if row[key] is None:
+            row[key] = default
+    return row

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from aforo.errors import StoreError
+from aforo.limits import STATE_FILE_BYTES
 from aforo.store.atomic import atomic_write, read_json
 from aforo.store.paths import trust_path
 
@@ -53,6 +54,7 @@ class TrustStore:
             "trust file",
             missing="",
             corrupt_advice="No workspace is trusted while it is unreadable; move it aside and trust again.",
+            max_bytes=STATE_FILE_BYTES,
         )
         if (
             not isinstance(data, dict)

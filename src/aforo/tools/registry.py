@@ -23,6 +23,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
+from aforo import safejson
 from aforo.errors import LimitExceeded, ToolError
 from aforo.limits import TOOL_SECONDS
 from aforo.messages import ToolSpec
@@ -139,7 +140,9 @@ def _parse(name: str, arguments: str | dict[str, Any] | None) -> tuple[dict[str,
         if not arguments.strip():
             return {}, None
         try:
-            value = json.loads(arguments)
+            value = safejson.loads(arguments, f"the arguments of {name}")
+        except LimitExceeded as exc:
+            return {}, f"{exc} Send flat arguments: a JSON object of strings and numbers."
         except json.JSONDecodeError as exc:
             quoted = arguments if len(arguments) <= _QUOTE_CHARS else arguments[:_QUOTE_CHARS] + "…"
             return {}, (

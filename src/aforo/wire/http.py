@@ -9,22 +9,31 @@ probing) raise ProviderError subclasses, so callers can fall back on them.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
+from aforo import safejson
 from aforo.errors import (
     ConfigError,
     ConnectError,
     HTTPStatusError,
+    LimitExceeded,
     ProtocolError,
     ProviderError,
     ProviderTimeout,
 )
+from aforo.limits import READ_TIMEOUT, RETRY_AFTER
+from aforo.wire import statuses
+from aforo.wire.body import JSON_HEADERS, encode_body
+from aforo.wire.bounded import read_body, server_json
 from aforo.wire.overflow_dialects import map_overflow
 
-START_A_SERVER = "start one (ollama serve / llama-server -m MODEL …) or pass --base-url"
+START_A_SERVER = (
+    "start one (ollama serve / llama-server -m MODEL …), pass --base-url, "
+    "or run `aforo --local` to use aforo's own engine (built on first use)"
+)
 
 # Discovery must never make start-up slow: a server that takes longer than this to say what it is
 # is treated as not saying it.
@@ -45,8 +54,8 @@ def normalize_base_url(url: str) -> tuple[str, str]:
 def server_message(body: str) -> str:
     """The human part of an error body in any of the usual shapes, else the body itself (cut)."""
     try:
-        data = json.loads(body)
-    except (ValueError, RecursionError):
+        data = safejson.loads(body, "an error body")
+    except (ValueError, LimitExceeded):
         return " ".join(body.split())[:300]
     if isinstance(data, dict):
         for key in ("error", "message", "detail"):
@@ -65,7 +74,8 @@ def translate_transport(exc: httpx.TransportError, url: str, read_timeout: float
     if isinstance(exc, httpx.TimeoutException):
         return ProviderTimeout(
             f"the server at {url} stopped answering for {read_timeout:g}s — it may be overloaded or still "
-            "loading the model; try again or raise the timeout"
+            f"loading the model; try again, or raise the {READ_TIMEOUT.name} limit "
+            f"({READ_TIMEOUT.setting})"
         )
     if isinstance(exc, httpx.ConnectError):
         return ConnectError(f"no server at {url} — {START_A_SERVER}")
@@ -74,40 +84,44 @@ def translate_transport(exc: httpx.TransportError, url: str, read_timeout: float
     return ProviderError(f"could not talk to {url}: {exc}")
 
 
-def status_error(status: int, body: str, *, url: str, model: str) -> ProviderError:
-    """An HTTP error answer as our error: an overflow in any dialect first, else the status explained."""
+def status_error(
+    status: int, body: str, *, url: str, model: str, headers: Mapping[str, str] | None = None
+) -> ProviderError:
+    """An HTTP answer that is not a success, as our error: an overflow in any dialect first, else the
+    status explained (statuses.py), with where a redirect points and when a Retry-After says to retry."""
     overflow = map_overflow(status, body)
     if overflow is not None:
         return overflow
+    headers = headers or {}
     said = server_message(body) or "(empty body)"
-    if status == 404:
-        models = url.removesuffix("/chat/completions") + "/models"
-        hint = (
-            f"is the model {model!r} served there? List models with `curl {models}` "
-            "(or `ollama list`), or check that --base-url ends in /v1"
-        )
-    elif status in (401, 403):
-        hint = "the server wants an API key: set AFORO_API_KEY (or OPENAI_API_KEY)"
-    elif status == 429:
-        hint = "the server is rate limiting; wait and try again"
-    elif status >= 500:
-        hint = "the server failed; check its log"
+    if 300 <= status < 400:
+        advice = statuses.redirect_hint(headers.get("location"))
     else:
-        hint = "the server rejected the request"
-    return HTTPStatusError(f"HTTP {status} from {url}: {said} — {hint}", status, body)
+        models = url.removesuffix("/chat/completions").removesuffix("/api/chat") + "/models"
+        advice = statuses.hint(status, model=model, models=models)
+    wait = (
+        statuses.retry_after_seconds(headers.get("retry-after")) if status == 429 or status >= 500 else None
+    )
+    if wait is not None:
+        cap = float(RETRY_AFTER.value)
+        advice += f"; it asks to be retried in {wait:g} s"
+        if wait > cap:
+            advice += (
+                f", longer than aforo waits (the {RETRY_AFTER.name} limit, {cap:g} s): "
+                f"try again after {statuses.when(wait)}"
+            )
+    message = f"HTTP {status} ({statuses.phrase(status)}) from {url}: {said} — {advice}"
+    return HTTPStatusError(message, status, body, retry_after=wait)
 
 
 def get_json_quiet(client: httpx.Client, url: str, timeout: float = DISCOVERY_TIMEOUT) -> Any | None:
-    """GET a JSON document; any failure (refused, timeout, non-2xx, not JSON) is None."""
+    """GET a JSON document; any failure (refused, timeout, non-2xx, not JSON, too big) is None."""
     try:
-        response = client.get(url, timeout=timeout)
-    except httpx.HTTPError:
-        return None
-    if response.status_code >= 300:
-        return None
-    try:
-        return response.json()
-    except ValueError:
+        with client.stream("GET", url, timeout=timeout) as response:
+            if response.status_code >= 300:
+                return None
+            return safejson.loads(read_body(response, url), f"the answer of {url}")
+    except (httpx.HTTPError, ValueError, LimitExceeded):
         return None
 
 
@@ -115,14 +129,18 @@ def post_json(
     client: httpx.Client, url: str, body: dict[str, Any], timeout: float, *, model: str = ""
 ) -> Any:
     """POST a JSON body and return the decoded answer, raising ProviderError subclasses on failure
-    (an overflow in any server's dialect as ContextOverflowError)."""
+    (an overflow in any server's dialect as ContextOverflowError, a limit as ServerLimitExceeded)."""
     try:
-        response = client.post(url, json=body, timeout=timeout)
+        with client.stream(
+            "POST", url, content=encode_body(body), headers=JSON_HEADERS, timeout=timeout
+        ) as response:
+            text = read_body(response, url)
+            status, headers = response.status_code, response.headers
     except httpx.TransportError as exc:
         raise translate_transport(exc, url, timeout) from exc
-    if response.status_code >= 300:
-        raise status_error(response.status_code, response.text, url=url, model=model)
+    if status >= 300:
+        raise status_error(status, text, url=url, model=model, headers=headers)
     try:
-        return response.json()
+        return server_json(text, f"the answer of {url}")
     except ValueError as exc:
-        raise ProtocolError(f"{url} answered with a body that is not JSON: {response.text[:200]!r}") from exc
+        raise ProtocolError(f"{url} answered with a body that is not JSON: {text[:200]!r}") from exc

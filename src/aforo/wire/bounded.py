@@ -1,0 +1,152 @@
+"""Reading what a server sends within the named limits of `aforo.limits`, never more.
+
+httpx reads a streamed line, or a body, whole before handing it over, however long it is: a line with no
+newline, or a small gzip body that inflates to gigabytes, fills memory. Here bytes come from httpx's
+streaming decode (`iter_bytes`, so a compressed body is counted as it inflates) and are counted as they
+arrive: one answer has a byte budget and a deadline (`AnswerBudget`), one line a byte limit
+(`lines`), a body read whole a byte limit (`read_body`). Going past one raises `ServerLimitExceeded`
+naming it, which the agent reports like any failed request: a clear message, never a traceback.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import httpx
+
+from aforo import safejson
+from aforo.errors import ServerLimitExceeded
+from aforo.limits import (
+    ANSWER_BYTES,
+    ANSWER_TIMEOUT,
+    JSON_DEPTH,
+    RESPONSE_BYTES,
+    STREAM_LINE_BYTES,
+    Limit,
+    answer_bytes,
+)
+
+
+class AnswerBudget:
+    """The bytes and the seconds one answer may take, counted from the request on."""
+
+    def __init__(self, url: str, max_tokens: int, timeout: float) -> None:
+        self.url = url
+        self.max_tokens = max_tokens
+        self.max_bytes = answer_bytes(max_tokens)
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.spent = 0
+
+    def remaining(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self.deadline
+
+    def spend(self, n: int) -> None:
+        """Count `n` more bytes; raise when the answer went past its bytes or its time."""
+        self.spent += n
+        if self.spent > self.max_bytes:
+            raise ServerLimitExceeded(
+                ANSWER_BYTES,
+                f"the answer from {self.url} went past {self.max_bytes:,} bytes (max_tokens "
+                f"{self.max_tokens}): a stream that does not stop, or far more than the tokens it may hold",
+            )
+        if self.expired():
+            raise self.timeout_error()
+
+    def timeout_error(self) -> ServerLimitExceeded:
+        limit = dataclasses.replace(ANSWER_TIMEOUT, value=self.timeout)
+        return ServerLimitExceeded(
+            limit,
+            f"the answer from {self.url} did not end within {self.timeout:g} s",
+        )
+
+    def metered(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        """`chunks` (decoded bytes), each counted before it is passed on."""
+        for chunk in chunks:
+            self.spend(len(chunk))
+            yield chunk
+
+
+def lines(chunks: Iterable[bytes], url: str, limit: Limit = STREAM_LINE_BYTES) -> Iterator[str]:
+    """The lines of a byte stream (`\\n` or `\\r\\n`), decoded as UTF-8, each at most `limit` bytes.
+
+    A run of blank lines comes out as one: it means no more than one, in SSE (an event ends) as in
+    NDJSON (nothing), and a stream of newlines then costs no more than its bytes. A last line without
+    a newline is yielded too: a caller that needs the newline (SSE) knows it."""
+    most = int(limit.value)
+    pending = bytearray()  # the start of a line whose newline has not come yet
+    blank = False
+    for chunk in chunks:
+        parts = chunk.split(b"\n")
+        pending += parts[0]
+        _check_line(len(pending), most, url, limit)
+        if len(parts) == 1:
+            continue
+        # Complete lines: what was pending, then every part but the last, which starts the next line.
+        for line in (bytes(pending), *parts[1:-1]):
+            line = line.removesuffix(b"\r")
+            if not line:
+                if not blank:
+                    blank = True
+                    yield ""
+                continue
+            _check_line(len(line), most, url, limit)
+            blank = False
+            yield line.decode("utf-8", "replace")
+        pending = bytearray(parts[-1])
+        _check_line(len(pending), most, url, limit)
+    last = pending.removesuffix(b"\r")
+    if last or (pending and not blank):
+        yield last.decode("utf-8", "replace")
+
+
+def _check_line(size: int, most: int, url: str, limit: Limit) -> None:
+    if size > most:
+        raise ServerLimitExceeded(limit, f"{url} sent a line of more than {most:,} bytes without a newline")
+
+
+def sse_data(lines: Iterable[str]) -> Iterator[str]:
+    """The `data` of each event of a server-sent event stream, its lines joined by `\\n`.
+
+    The field rules of the SSE spec (html.spec.whatwg.org, "event stream interpretation"), written here
+    because httpx-sse parses only from a response it reads itself, line by unbounded line. Other fields
+    (event, id, retry) say nothing a chat stream needs; an event without the blank line that ends it is
+    dropped, as the spec says.
+    """
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        name, _, value = line.partition(":")
+        if name == "data":
+            data.append(value.removeprefix(" "))
+
+
+def read_body(
+    response: httpx.Response, url: str, *, budget: AnswerBudget | None = None, limit: Limit = RESPONSE_BYTES
+) -> str:
+    """The whole (decoded) body of a streamed `response`, within `budget` or else `limit` bytes."""
+    most = int(limit.value)
+    parts: list[bytes] = []
+    size = 0
+    chunks = response.iter_bytes() if budget is None else budget.metered(response.iter_bytes())
+    for chunk in chunks:
+        size += len(chunk)
+        if budget is None and size > most:
+            raise ServerLimitExceeded(limit, f"the answer from {url} went past {most:,} bytes")
+        parts.append(chunk)
+    return b"".join(parts).decode(response.encoding or "utf-8", "replace")
+
+
+def server_json(text: str, what: str) -> Any:
+    """JSON a server sent, parsed within the `json_depth` limit; ValueError when it is not JSON."""
+    return safejson.loads(text, what, JSON_DEPTH, ServerLimitExceeded)
