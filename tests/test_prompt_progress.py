@@ -62,7 +62,9 @@ def request() -> Request:
 def provider_of(kind: str, url: str) -> Iterator[Provider]:
     """The provider the registry builds for `kind`, closed afterwards."""
     info = ServerInfo(kind=kind, root_url=url, v1_url=f"{url}/v1")
-    provider = kind_named(KINDS, kind).provider(info, "m", window=4096, api_key=None)
+    provider = kind_named(KINDS, kind).provider(
+        info, "m", window=4096, api_key=None, read_timeout=30, answer_timeout=60
+    )
     try:
         yield provider
     finally:

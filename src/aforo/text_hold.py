@@ -157,7 +157,7 @@ class TextHold:
             else:
                 late.append(held.text)
         self._held = []
-        return shown + "".join(f"\n{text}" for text in late), calls
+        return shown + "".join(late), calls
 
 
 def _opens(text: str, i: int, opener: str) -> bool:
