@@ -36,8 +36,8 @@ DISCARDED = (
     "(it is not kept; the conversation is intact)"
 )
 HELD_NOTE = (
-    "answers: shown once complete, as {server} does not refuse a prompt that does not fit and its window "
-    "is not known (`aforo probe` measures it; then answers stream)"
+    "answers: shown once complete and checked, as this {server} server may drop part of a prompt without "
+    "saying so and its window is not known (`aforo probe` measures it; then answers stream)"
 )
 
 
