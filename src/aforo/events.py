@@ -189,7 +189,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
         data = {"type": "info", **data["fields"]}
     elif isinstance(event, TextCall):
         data["calls"] = list(data["calls"])
-    return {"v": SCHEMA_VERSION, **data}
+    return {"v": SCHEMA_VERSION, "type": data.pop("type"), **data}
 
 
 def event_to_json(event: Event) -> str:
