@@ -42,7 +42,7 @@ def test_one_shot_is_saved_listed_and_resumed(tmp_path: Path, aforo_home: Path) 
         saved = only_session(aforo_home)
         assert [m.role for m in saved.messages] == ["user", "assistant"]
         assert saved.model == "test-model" and saved.workspace == str(tmp_path.resolve())
-        listing = run_cli("sessions")
+        listing = run_cli("sessions", "-w", str(tmp_path))
         assert saved.id in listing.out and "What is the first key?" in listing.out
 
         again = run_cli(*flags, "--resume", "And the second?")

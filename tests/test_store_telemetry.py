@@ -151,11 +151,77 @@ def test_format_summary_is_a_table(tmp_path: Path) -> None:
         fill(t)
         text = format_summary(t.summary())
     lines = text.splitlines()
-    header = next(line for line in lines if line.startswith("session"))
-    assert all(col in header for col in ("adm", "rej", "clr", "cmp", "rec", "ovf", "tokens saved"))
-    overall = next(line for line in lines if line.startswith("overall"))
+    header = next(line for line in lines if line.startswith("session") and "adm" in line)
+    assert all(col in header for col in ("adm", "rej", "clr", "cmp", "rec", "ovf", "saved", "ratio"))
+    overall = [line for line in lines if line.startswith("overall")][-1]
     assert "9,451" in overall and "0.24 (2)" in overall
     assert any("does_not_fit" in line and line.rstrip().endswith("2") for line in lines)
+
+
+def runs(t: Telemetry) -> None:
+    """Two runs in session a (one model, a cache hit), one in b (another model), governor rows too."""
+    t.record("admission", session="a", tokens_estimated=1000)
+    t.record(
+        "run", session="a", input_tokens=1200, output_tokens=80, cached_tokens=900, duration_ms=2500,
+        model="qwen2.5-coder:7b-instruct", cause="end_turn",
+    )  # fmt: skip
+    t.record(
+        "run", session="a", input_tokens=800, output_tokens=20, cached_tokens=100, duration_ms=1500,
+        model="qwen2.5-coder:7b-instruct", cause="end_turn",
+    )  # fmt: skip
+    t.record(
+        "run", session="b", input_tokens=3000, output_tokens=0, duration_ms=75_000,
+        model="a-very-long-model-name-that-does-not-fit-a-narrow-terminal:q4_K_M", cause="error",
+    )  # fmt: skip
+
+
+def test_runs_add_up_per_session_apart_from_the_governors_events(tmp_path: Path) -> None:
+    with Telemetry(tmp_path / "t.db") as t:
+        runs(t)
+        s = t.summary()
+    a, b, overall = s["sessions"]["a"]["usage"], s["sessions"]["b"]["usage"], s["overall"]
+    assert (a["runs"], a["input_tokens"], a["output_tokens"], a["cached_tokens"]) == (2, 2000, 100, 1000)
+    assert a["cached_share"] == 0.5 and a["wall_seconds"] == 4.0
+    assert a["models"] == ["qwen2.5-coder:7b-instruct"]
+    assert b["cached_share"] == 0 and b["wall_seconds"] == 75.0
+    assert overall["usage"]["runs"] == 3 and overall["usage"]["input_tokens"] == 5000
+    # A run is not something the governor did: it is counted apart from its events.
+    assert overall["total_events"] == 1 and "run" not in overall["events"]
+    json.dumps(s)
+
+
+def test_the_stats_tables_show_each_sessions_cost_and_fit_the_width(tmp_path: Path) -> None:
+    with Telemetry(tmp_path / "t.db") as t:
+        runs(t)
+        wide = format_summary(t.summary())
+        narrow = format_summary(t.summary(), width=80)
+    line_a = next(line for line in wide.splitlines() if line.startswith("a "))
+    assert line_a.split()[:6] == ["a", "2", "2,000", "100", "50%", "4.0s"]
+    assert line_a.endswith("qwen2.5-coder:7b-instruct")
+    line_b = next(line for line in wide.splitlines() if line.startswith("b "))
+    assert "1m15s" in line_b and "0%" in line_b and line_b.endswith("q4_K_M")
+    assert max(len(line) for line in wide.splitlines()) > 80  # the long model name, uncut in a pipe
+    assert max(len(line) for line in narrow.splitlines()) <= 80
+    assert "a-very-long-model…" in narrow or "…" in next(
+        line for line in narrow.splitlines() if line.startswith("b ")
+    )
+
+
+def test_a_database_before_run_usage_gains_its_columns(tmp_path: Path) -> None:
+    path = tmp_path / "telemetry.db"
+    old = connect(path)
+    migrate(old, upto=3)
+    old.execute(
+        "INSERT INTO events (ts, session, event, tokens_before, tokens_after) "
+        "VALUES ('2024-01-01T00:00:00+00:00', 'old', 'compaction', 3000, 800)"
+    )
+    old.close()
+    with Telemetry(path) as t:
+        t.record("run", session="new", input_tokens=10, output_tokens=2, cached_tokens=0, duration_ms=5)
+        summary = t.summary()
+    assert summary["sessions"]["old"]["usage"]["runs"] == 0
+    assert summary["sessions"]["old"]["tokens_saved"]["total"] == 2200
+    assert summary["sessions"]["new"]["usage"]["input_tokens"] == 10
 
 
 def test_two_processes_can_write_at_once(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ Wherever a run ends, `_End` carries its reason to the one place that closes the 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import partial
 
@@ -91,10 +92,16 @@ class Agent:
             self.provider.model, self.system, self.tools.specs, self.messages, reserve, self.temperature
         )
 
-    def run(self, prompt: str, cancel: threading.Event | None = None) -> RunResult:
+    def run(
+        self, prompt: str, cancel: threading.Event | None = None, attached: Sequence[Message] = ()
+    ) -> RunResult:
+        """Answer `prompt`. `attached`: messages that follow it before the first call (the Read calls
+        and results of files the user attached), so they are tool results like any other."""
         cancel = cancel or threading.Event()
         totals = _Totals()
         self.governor.conversation.append(Message.user(prompt))
+        for message in attached:
+            self.governor.conversation.append(message)
         try:
             with cancel_on_sigint(cancel):
                 for turn in range(1, self.max_turns + 1):

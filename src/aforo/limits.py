@@ -111,3 +111,6 @@ CHECKPOINT_BYTES = limit(
 def answer_bytes(max_tokens: int) -> int:
     """The byte budget of one streamed answer that may generate `max_tokens` tokens."""
     return max(ANSWER_BYTES_FLOOR, max_tokens * int(ANSWER_BYTES.value))
+
+
+STDIN_BYTES = limit("stdin_bytes", 1 * MiB, "bytes", "piped standard input, added before the question")

@@ -49,6 +49,11 @@ class TelemetryRecord:
     bytes_before: int | None = None
     bytes_after: int | None = None
     summary_tokens: int | None = None  # prompt tokens of the summary request (compaction)
+    # What a run cost, as the server reported it: every prompt token read (cached ones included), the
+    # answer's tokens, and the prompt tokens served from the server's cache.
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cached_tokens: int | None = None
     duration_ms: float | None = None
     cause: str | None = None
     checkpoint: str | None = None

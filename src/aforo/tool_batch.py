@@ -75,15 +75,17 @@ def answer(
     results: tuple[ToolResult | TextBlock, ...] = tuple(o.result for o in outcomes)
     conversation.append(Message("user", results if reply.calls else (*results, TextBlock(TEXT_CALL_HINT))))
     for o in outcomes:
-        size = _size(o.result.content, cap.ratio)
-        emit(ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error, *size))
+        emit(tool_end(o, cap.ratio))
     return len(uses)
 
 
-def _size(content: str, ratio: float) -> tuple[int, int, int]:
-    """Bytes, lines and (estimated, calibrated) tokens of a result, for its ToolEnd."""
+def tool_end(o: CallOutcome, ratio: float) -> ToolEnd:
+    """The event that ends a call, with its result's bytes, lines and tokens (estimated, calibrated by
+    `ratio`): what the call costs in the conversation."""
+    content = o.result.content
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    return len(content.encode("utf-8", "surrogatepass")), lines, round(estimate_text(content) * ratio)
+    size = len(content.encode("utf-8", "surrogatepass")), lines, round(estimate_text(content) * ratio)
+    return ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error, *size)
 
 
 def tool_uses(

@@ -77,7 +77,7 @@ def test_prompt_in_argv_with_bytes_that_are_not_utf8_is_saved_losslessly(
     )
     assert run.code == 0
     assert only_record(aforo_home).messages[0].text == os.fsdecode(PROMPT)
-    listing = run_bytes(b"sessions")
+    listing = run_bytes(b"sessions", b"--all")
     assert listing.code == 0 and "why \\udcff\\udcfe?" in listing.out
 
 
@@ -145,7 +145,7 @@ def test_one_deep_session_file_is_named_and_skipped_not_a_crash_for_all(
     good = save(aforo_home, tmp_path, "the good one")
     bad = aforo_home / "sessions" / "20990101-000000-deadbeef.json"
     bad.write_text(deep_json(100_000))
-    listing = run_cli("sessions")
+    listing = run_cli("sessions", "--all")
     assert listing.code == 0, listing.err
     assert good.id in listing.out
     assert "20990101-000000-deadbeef" in listing.out and "unreadable" in listing.out

@@ -3,10 +3,12 @@ per call even when ids repeat, impossible usage reports ignored, Ctrl-C during a
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -35,6 +37,13 @@ from faults.server import (
 from support.cli import AFORO, run_cli
 from support.live_server import LiveServer
 from support.scenario import make_agent
+
+
+@pytest.fixture(autouse=True)
+def no_piped_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These runs call `main` in-process, where stdin is pytest's: give it an empty pipe, as a script's
+    `< /dev/null` would, since aforo adds piped input to the question."""
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
 
 
 @pytest.fixture

@@ -94,7 +94,7 @@ def test_server_model_names_in_aforos_own_error_and_info_lines_are_sanitized(tmp
         run = run_cli("-w", str(tmp_path), "--base-url", server.url, "hi")
     assert run.code == 0, run.err
     assert raw_controls(run.out) == [] and r"model: only\x1b[2J\u202e" in run.out
-    listing = run_cli("sessions")  # the session remembers the model the server named
+    listing = run_cli("sessions", "--all")  # the session remembers the model the server named
     assert listing.code == 0 and r"only\x1b[2J" in listing.out
     assert raw_controls(listing.out) == []
 

@@ -27,10 +27,13 @@ HELP = """\
 /clear                 start over (checkpointed: /undo brings the conversation back)
 /undo [ID]             one transformation back (again: further back); ID: that checkpoint
 /dropped               what the last clearing, compaction or /clear removed
-/sessions              saved conversations, newest first
+/sessions [--all]      saved conversations of this workspace (--all: of every one), newest first
 /resume [ID]           continue a saved conversation (default: the previous one of this workspace)
 /help                  this list
-/quit                  leave (Ctrl-D too); Ctrl-C cancels a running answer"""
+/quit                  leave (Ctrl-D too); Ctrl-C cancels a running answer
+Esc Enter, Alt-Enter   a new line in the question (Enter sends it)
+Tab                    complete a /command, or a workspace path after @
+@path                  attach that workspace file to the question (read with Read, capped like it)"""
 
 
 class Commands:
@@ -43,7 +46,7 @@ class Commands:
         workspace: Path,
         model: str,
         console: Console,
-        list_sessions: Callable[[], object],
+        list_sessions: Callable[[str], object],
     ) -> None:
         if keeper.agent is None:
             raise ValueError("the session keeper must be attached to the agent first")
@@ -62,7 +65,7 @@ class Commands:
             "/clear": self.clear,
             "/undo": self.undo,
             "/dropped": self.dropped,
-            "/sessions": lambda _arg: self.list_sessions(),
+            "/sessions": self.list_sessions,
             "/resume": self.resume,
             "/help": lambda _arg: self.say(HELP),
         }

@@ -66,6 +66,9 @@ class Config:
     temperature: float | None = None
     tokenizer: Path | None = None
     policy: Policy = field(default_factory=Policy)
+    # Short names for models (`[aliases] coder = "qwen2.5-coder:7b-instruct"`): `-m coder` asks for the
+    # model it names. Resolved once, in `load_config`; `model` is always the name the server knows.
+    aliases: dict[str, str] = field(default_factory=dict)
     checkpoint_session_quota_mb: float = 20.0
     checkpoint_total_quota_mb: float = 200.0
     read_timeout: float = READ_TIMEOUT.value
@@ -113,10 +116,24 @@ def _check(key: str, value: Any, where: str) -> Any:
     return value
 
 
+def _check_aliases(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise ConfigError(f'{where}: [aliases] must be a table of names, e.g. coder = "qwen2.5-coder:7b"')
+    for name, model in value.items():
+        if not isinstance(model, str) or not model.strip():
+            raise ConfigError(
+                f"{where}: aliases.{name} must name a model (a non-empty string), got {model!r}"
+            )
+    return dict(value)
+
+
 def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
     changes: dict[str, Any] = {}
     policy_changes: dict[str, Any] = {}
     for key, value in values.items():
+        if key == "aliases":
+            changes["aliases"] = {**cfg.aliases, **_check_aliases(value, where)}
+            continue
         if key == "policy":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where}: [policy] must be a table")
@@ -128,7 +145,7 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
                 policy_changes[pkey] = pvalue
             continue
         if key not in _INT_KEYS | _STR_KEYS | _FLOAT_KEYS:
-            known = ", ".join(sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | {"policy"}))
+            known = ", ".join(sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | {"policy", "aliases"}))
             raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
         changes[key] = _check(key, value, where)
     if "engine" in changes and "base_url" in changes:
@@ -378,6 +395,7 @@ def load_config(
         api_key = None  # nobody chose this URL: whatever listens on the port gets no key
     return replace(
         cfg,
+        model=cfg.aliases.get(cfg.model, cfg.model) if cfg.model else cfg.model,
         api_key=api_key,
         json=bool(flags.get("json") is True),
         warnings=project.warnings,

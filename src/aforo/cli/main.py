@@ -1,12 +1,17 @@
 """`aforo`: parse flags, build the configuration, run one prompt, the interactive session or a subcommand.
 
-Thin by design: configuration in `config`, wiring in `wiring`, output in `render`, the conversation on
-disk in `session_keeper`, the interactive session in `repl`. Every run is a saved session.
+Thin by design: flags in `flags`, configuration in `config`, wiring in `wiring`, output in `render`, the
+conversation on disk in `session_keeper`, a prompt's run in `runs`, the interactive session in `repl`.
+Every run is a saved session.
+
+The question comes from the arguments, from piped standard input, or both: piped text (at most
+`stdin_bytes`) comes first, then a blank line, then the arguments, the way `llm` puts them together, so
+`git diff | aforo "review this"` asks about the diff. Standard input is read only when it is not a
+terminal; the interactive session starts when there is neither.
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import os
 import re
@@ -14,18 +19,20 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import BinaryIO
 
-from aforo import __version__
-from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, Config, load_config
+from aforo.cli.config import Config, load_config
 from aforo.cli.first_contact import no_server_message, unreachable
+from aforo.cli.flags import ASK, build_parser, config_flags
 from aforo.cli.render import HumanRenderer, JsonRenderer
+from aforo.cli.runs import RunLog, ask
 from aforo.cli.sanitize import sanitize
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
 from aforo.cli.status import stderr_status
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import EventSink, Info, Result, RunEnd, RunResult, Warning, phase
-from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
+from aforo.limits import STDIN_BYTES
+from aforo.records import Where
 from aforo.store.checkpoints import CheckpointStore, MiB
 from aforo.store.journal import StoreJournal
 from aforo.store.paths import checkpoints_dir, sessions_dir
@@ -45,113 +52,31 @@ EXIT_USAGE = 2
 SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="aforo",
-        description="A local, read-only coding assistant that always knows how much of the window it uses.",
-        epilog="Subcommands: aforo probe | stats | sessions | trust | engine (each takes --help).",
-    )
-    parser.add_argument("prompt", nargs="*", help="the question; without one, an interactive session starts")
-    parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="directory to read (default: cwd)")
-    parser.add_argument(
-        "--base-url",
-        default=NOT_GIVEN,
-        help="OpenAI-compatible base URL (default Ollama's; env AFORO_BASE_URL)",
-    )
-    parser.add_argument("--model", "-m", default=NOT_GIVEN, help="model name (env AFORO_MODEL)")
-    parser.add_argument(
-        "--local", action="store_true", help="answer with aforo's own engine (installed on first use)"
-    )
-    parser.add_argument("--yes", "-y", action="store_true", help="with --local: install without asking")
-    parser.add_argument(
-        "--context-window", type=int, default=NOT_GIVEN, help="the server's real window in tokens"
-    )
-    parser.add_argument("--max-tokens", type=int, default=NOT_GIVEN, help="cap of the answer reserve")
-    parser.add_argument("--max-turns", type=int, default=NOT_GIVEN, help="model calls per prompt (25)")
-    parser.add_argument(
-        "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: the server's)"
-    )
-    parser.add_argument(
-        "--read-timeout",
-        type=float,
-        default=NOT_GIVEN,
-        metavar="SECONDS",
-        help=f"how long the server may stay silent while it answers ({READ_TIMEOUT.value:g})",
-    )
-    parser.add_argument(
-        "--answer-timeout",
-        type=float,
-        default=NOT_GIVEN,
-        metavar="SECONDS",
-        help=f"how long one answer may take in all ({ANSWER_TIMEOUT.value:g})",
-    )
-    parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
-    parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
-    parser.add_argument(
-        "--json", action="store_true", help="print the event stream as JSON lines (docs/json-events.md)"
-    )
-    parser.add_argument(
-        "--plain", action="store_true", help="the answer as plain text on a terminal too (no Markdown)"
-    )
-    parser.add_argument(
-        "--trust-workspace",
-        action="store_true",
-        help="trust the workspace's .aforo.toml as it is now, like `aforo trust`, so it may set the server",
-    )
-    parser.add_argument(
-        "--resume",
-        nargs="?",
-        const=LATEST,
-        default=None,
-        metavar="ID",
-        help="continue a saved conversation (default: the latest of this workspace); "
-        "with a prompt it answers it, without one it opens the interactive session",
-    )
-    parser.add_argument("--version", action="version", version=f"aforo {__version__}")
-    return parser
-
-
-def _flags(args: argparse.Namespace) -> dict[str, Any]:
-    keys = (
-        "workspace",
-        "base_url",
-        "model",
-        "context_window",
-        "max_tokens",
-        "max_turns",
-        "temperature",
-        "server",
-        "tokenizer",
-        "read_timeout",
-        "answer_timeout",
-    )
-    flags = {k: getattr(args, k) for k in keys}
-    flags["json"] = args.json
-    flags["trust_workspace"] = args.trust_workspace
-    flags["engine"] = "local" if args.local else NOT_GIVEN
-    return flags
-
-
 def renderer(as_json: bool, plain: bool = False) -> EventSink:
     return JsonRenderer() if as_json else HumanRenderer(plain=plain, status=stderr_status())
 
 
-def run_once(argv: list[str]) -> int:
+def run_once(argv: list[str], prog: str = "aforo") -> int:
+    from aforo.cli.subcommands import summaries
+
     started = time.monotonic()
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog, summaries()).parse_args(argv)
     try:
-        cfg = load_config(_flags(args))
+        cfg = load_config(config_flags(args))
     except (ConfigError, LimitExceeded, StoreError) as exc:  # StoreError: --trust-workspace failed
         _fail(exc)
         return EXIT_USAGE
     resume, words = _split_resume(args.resume, list(args.prompt))
-    prompt = " ".join(words).strip()
-    interactive = not prompt and sys.stdin.isatty()
+    try:
+        piped = None if sys.stdin.isatty() else read_piped(sys.stdin.buffer)
+    except LimitExceeded as exc:
+        _fail(exc)
+        return EXIT_USAGE
+    prompt = combine(piped, " ".join(words))
+    interactive = not prompt and piped is None
     if not prompt and not interactive:
-        prompt = sys.stdin.read().strip()
-        if not prompt:
-            print('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"', file=sys.stderr)
-            return EXIT_USAGE
+        print('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"', file=sys.stderr)
+        return EXIT_USAGE
     if interactive and cfg.json:
         print("aforo: --json needs a prompt (the interactive session renders for people)", file=sys.stderr)
         return EXIT_USAGE
@@ -222,6 +147,26 @@ def _since(started: float) -> float:
     return round((time.monotonic() - started) * 1000, 1)
 
 
+def read_piped(stdin: BinaryIO) -> str:
+    """Piped standard input as text, bounded by `stdin_bytes` (checked before it is read whole)."""
+    limit = int(STDIN_BYTES.value)
+    data = stdin.read(limit + 1)
+    if len(data) > limit:
+        raise LimitExceeded(
+            STDIN_BYTES,
+            "the piped input is too large to send with a question; pipe the part that matters "
+            "(head, sed -n, git diff -- PATH), or mention the file with @path so Read takes what fits",
+        )
+    # Lossless, like argv: a byte that is not UTF-8 is held as a lone surrogate (shown escaped).
+    return data.decode("utf-8", errors="surrogateescape")
+
+
+def combine(piped: str | None, words: str) -> str:
+    """The prompt: the piped text (kept as it is, indentation included), a blank line, the arguments."""
+    parts = [part for part in (piped.rstrip() if piped else "", words.strip()) if part.strip()]
+    return "\n\n".join(parts)
+
+
 def _start(
     cfg: Config,
     emit: EventSink,
@@ -260,9 +205,10 @@ def _run(
 
     record, store = keeper.record, keeper.store
     journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
+    log = RunLog(keeper, journal)
     try:
         with phase(emit, "connecting", cfg.base_url):
-            runtime = build_runtime(cfg, keeper, journal)
+            runtime = build_runtime(cfg, log, journal)
     except ConfigError as exc:
         _fail(exc)
         return EXIT_USAGE, RunResult("error", error=str(exc)), None
@@ -273,14 +219,17 @@ def _run(
     for note in notes + mismatch_warnings(record, cfg.workspace, runtime.model):
         emit(Warning(note))
     keeper.attach(runtime.agent, workspace=cfg.workspace, model=runtime.model, base_url=cfg.base_url)
+    budget = runtime.agent.governor.budget
+    counter = runtime.counter.name if runtime.counter else "estimate"
+    log.where = Where(runtime.model, runtime.server.kind, budget.window, budget.source, counter)
     resumed = f" (resumed: {len(runtime.agent.messages)} messages)" if record.messages else ""
     emit(Info({"session": record.id + resumed}))
     if interactive:
         from aforo.cli.repl import start_repl
 
-        return start_repl(keeper, runtime.provider, store, cfg.workspace, runtime.model), None, record.id
-    keeper.begin(prompt)
-    result = runtime.agent.run(prompt)
+        repl = start_repl(keeper, log, runtime.provider, store, cfg.workspace, runtime.model)
+        return repl, None, record.id
+    result = ask(runtime.agent, keeper, log, prompt)
     keeper.save()
     return EXIT_CODES[result.reason], result, record.id
 
@@ -328,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
     from aforo.cli.subcommands import SUBCOMMANDS
 
     try:
+        # Only the first argument can be a subcommand (flags.FIRST_WORD_RULE); `--` before it or `ask`
+        # makes every word part of the question.
+        if argv and argv[0] == ASK:
+            return run_once(argv[1:], prog=f"aforo {ASK}")
         if argv and argv[0] in SUBCOMMANDS:
             return SUBCOMMANDS[argv[0]](argv[1:])
         return run_once(argv)

@@ -1,42 +1,94 @@
 """The interactive assistant: read a line, run it (or a slash command), show the context, repeat.
 
-prompt_toolkit gives line editing and a history persisted in the state directory. While a run streams,
-the terminal is back in cooked mode, so Ctrl-C arrives as SIGINT: the agent turns it into an `aborted`
-ending with every tool call answered, and the REPL goes on. At the prompt, Ctrl-C clears the line and
-Ctrl-D (or /quit) leaves.
+prompt_toolkit gives line editing and a history persisted in the state directory. Enter sends the
+question; Esc Enter (Alt-Enter on most terminals, which send it as Esc then Enter) starts a new line in
+it. Tab completes a slash command, or a workspace path after `@` (listed through the tools'
+confinement: a path outside the workspace completes to nothing). While a run streams, the terminal is
+back in cooked mode, so Ctrl-C arrives as SIGINT: the agent turns it into an `aborted` ending with every
+tool call answered, and the REPL goes on. At the prompt, Ctrl-C clears the line and Ctrl-D (or /quit)
+leaves.
 """
 
 from __future__ import annotations
 
+import shlex
+from collections.abc import Iterable
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+from prompt_toolkit.document import Document
 from prompt_toolkit.history import FileHistory, InMemoryHistory
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from rich.console import Console
 
 from aforo.cli.commands import Commands
 from aforo.cli.history import RedactedHistory
+from aforo.cli.mentions import complete_path
+from aforo.cli.parsing import Subcommand
 from aforo.cli.render import ctx_line
+from aforo.cli.runs import RunLog, ask
 from aforo.cli.sanitize import safe_console
 from aforo.cli.session_keeper import INTERRUPTED_RESULT, SessionKeeper
+from aforo.cli.sessions_command import sessions_parser, sessions_run
 from aforo.errors import StoreError
 from aforo.protocols import Provider
 from aforo.store.paths import history_path
 from aforo.store.sessions import SessionStore
 
 PROMPT = "aforo> "
+CONTINUATION = "     . "
 GREETING = "Ask about the workspace; /help lists the commands, Ctrl-D leaves."
 
 
+class ReplCompleter(Completer):
+    """Slash commands at the start of the line; workspace paths in a word that starts with `@`."""
+
+    def __init__(self, commands: Iterable[str], workspace: Path) -> None:
+        self.commands = sorted(commands)
+        self.workspace = workspace
+
+    def get_completions(self, document: Document, complete_event: CompleteEvent) -> Iterable[Completion]:
+        before = document.text_before_cursor
+        if before.startswith("/") and " " not in before:
+            for name in self.commands:
+                if name.startswith(before):
+                    yield Completion(name, start_position=-len(before))
+            return
+        word = before.split()[-1] if before and not before[-1].isspace() else ""
+        if word.startswith("@"):
+            partial = word[1:]
+            for path in complete_path(self.workspace, partial):
+                yield Completion(path, start_position=-len(partial))
+
+
+def key_bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: KeyPressEvent) -> None:
+        # Enter sends; Esc Enter (what Alt-Enter sends) writes a line break into the question.
+        event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
 class Repl:
-    def __init__(self, keeper: SessionKeeper, commands: Commands, console: Console) -> None:
+    def __init__(self, keeper: SessionKeeper, log: RunLog, commands: Commands, console: Console) -> None:
         if keeper.agent is None:
             raise ValueError("the session keeper must be attached to the agent first")
         self.keeper = keeper
+        self.log = log
         self.agent = keeper.agent
         self.commands = commands
         self.console = console
-        self.prompt: PromptSession[str] = PromptSession(history=_history())
+        self.prompt: PromptSession[str] = PromptSession(
+            history=_history(),
+            completer=ReplCompleter([*commands.table, "/quit"], commands.workspace),
+            complete_while_typing=False,
+            key_bindings=key_bindings(),
+            prompt_continuation=CONTINUATION,
+        )
 
     def loop(self) -> int:
         self.console.print(GREETING, markup=False, highlight=False)
@@ -58,9 +110,8 @@ class Repl:
             self.run(line)
 
     def run(self, prompt: str) -> None:
-        self.keeper.begin(prompt)
         try:
-            self.agent.run(prompt)
+            ask(self.agent, self.keeper, self.log, prompt)
         except KeyboardInterrupt:
             # A second Ctrl-C can land after the agent's own handler (while it ends the run): the
             # conversation must still be well-formed before it is saved.
@@ -84,12 +135,20 @@ def _history() -> FileHistory | InMemoryHistory:
         return InMemoryHistory()
 
 
+def list_sessions(workspace: Path, arg: str) -> None:
+    """`/sessions [flags]`: `aforo sessions` for this workspace; a bad flag is said, the REPL goes on."""
+    try:
+        Subcommand(sessions_parser, sessions_run)(["--limit", "10", "-w", str(workspace), *shlex.split(arg)])
+    except SystemExit:  # argparse ends --help and usage errors so, after saying why
+        pass
+    except ValueError as exc:  # shlex: an unclosed quote
+        print(f"/sessions: {exc}")
+
+
 def start_repl(
-    keeper: SessionKeeper, provider: Provider, store: SessionStore, workspace: Path, model: str
+    keeper: SessionKeeper, log: RunLog, provider: Provider, store: SessionStore, workspace: Path, model: str
 ) -> int:
     """Open the interactive session on the keeper's conversation; returns the exit status."""
-    from aforo.cli.subcommands import sessions_main
-
     # Every line the REPL prints may carry text from the model, a tool or a server: sanitized.
     console = safe_console()
     commands = Commands(
@@ -99,6 +158,6 @@ def start_repl(
         workspace=workspace,
         model=model,
         console=console,
-        list_sessions=lambda: sessions_main(["--limit", "10"]),
+        list_sessions=lambda arg: list_sessions(workspace, arg),
     )
-    return Repl(keeper, commands, console).loop()
+    return Repl(keeper, log, commands, console).loop()

@@ -1,4 +1,8 @@
-"""`aforo probe`, `stats`, `sessions`, `trust`, `engine`: each parses its own flags and delegates.
+"""The subcommands: one table, `SUBCOMMANDS`, name -> a callable taking the words after the name.
+
+Each entry is a `Subcommand`: a parser (whose description is its line in `aforo --help`, and whose
+flags `aforo completion` offers) and the function that runs on the parsed flags. The commands that talk
+to a server read the config files and conventions the way a run does (`load_config`).
 
 What they print can hold a server's or a model's words (model names, session titles, error bodies): it
 is sanitized like the event stream (`cli.sanitize`); `--json` output is JSON with ASCII escapes.
@@ -8,48 +12,95 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import httpx
+
+from aforo.cli.completion import completion_parser, completion_run
 from aforo.cli.config import (
-    DEFAULT_BASE_URL,
+    NOT_GIVEN,
     PROJECT_FILE,
     ROUTING_KEYS,
+    Config,
+    load_config,
     load_project_file,
     resolve_workspace,
 )
 from aforo.cli.config import trust_project as trust_project_file
+from aforo.cli.flags import ASK
+from aforo.cli.parsing import Subcommand, SubcommandParser, fail, terminal_width
 from aforo.cli.sanitize import SafeWriter, sanitize
+from aforo.cli.sessions_command import sessions_parser, sessions_run
 from aforo.cli.status import StatusWriter, stderr_status
-from aforo.engine.cli import engine_main
+from aforo.engine.cli import build_parser as engine_parser
+from aforo.engine.cli import engine_run
 from aforo.errors import ConfigError, LimitExceeded, StoreError
 from aforo.events import Progress
 from aforo.server_kinds import KINDS, SERVER_KINDS
+from aforo.servers.detect import detect_server
 from aforo.servers.probe import run_probe_command
-from aforo.store.paths import sessions_dir
-from aforo.store.sessions import SessionStore
 from aforo.store.telemetry import Telemetry
 from aforo.store.telemetry_summary import format_summary
 from aforo.store.trust import TrustStore, digest
 
-
-def fail(exc: Exception) -> None:
-    print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
+MODELS_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
 
-def probe_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="aforo probe",
-        description="Measure the window a server really serves and how it overflows; remember it.",
+def _server_flags(parser: argparse.ArgumentParser, *, model: bool) -> None:
+    """The flags that choose the server, as a run has them; unset ones come from the config."""
+    parser.add_argument(
+        "--workspace",
+        "-w",
+        default=NOT_GIVEN,
+        help="whose .aforo.toml applies (default: the current directory)",
     )
-    parser.add_argument("--base-url", default=os.environ.get("AFORO_BASE_URL", DEFAULT_BASE_URL))
-    parser.add_argument("--model", "-m", default=os.environ.get("AFORO_MODEL"))
-    parser.add_argument("--server", choices=SERVER_KINDS, default=None)
+    parser.add_argument(
+        "--base-url",
+        default=NOT_GIVEN,
+        help="the server (default: from the config and conventions, as a run)",
+    )
+    if model:
+        parser.add_argument(
+            "--model", "-m", default=NOT_GIVEN, help="model name or alias (default: the config's)"
+        )
+    parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
+
+
+def _config(args: argparse.Namespace) -> Config:
+    """The configuration a run with these flags would have; its warnings (an untrusted project file's
+    ignored keys) go to stderr."""
+    flags = {k: getattr(args, k, NOT_GIVEN) for k in ("workspace", "base_url", "model", "server")}
+    cfg = load_config(flags)
+    for warning in cfg.warnings:
+        print(f"aforo: ! {sanitize(warning)}", file=sys.stderr)
+    return cfg
+
+
+# --- probe -----------------------------------------------------------------------------------------
+
+
+def probe_parser() -> argparse.ArgumentParser:
+    parser = SubcommandParser(
+        prog="aforo probe",
+        description="Measure the window a server really serves, and how it overflows. Later runs use "
+        "what it found; the server and model come from the config files and conventions, as for a run.",
+    )
+    _server_flags(parser, model=True)
     parser.add_argument("--json", action="store_true", help="print {window, overflow, source} as JSON")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def probe_run(args: argparse.Namespace) -> int:
+    try:
+        cfg = _config(args)
+    except (ConfigError, LimitExceeded) as exc:
+        fail(exc)
+        return 2
     # A probe takes minutes: on a terminal the status line says it is still at work between its lines.
     status = stderr_status(args.json)
     screen = StatusWriter(sys.stdout, status) if status else sys.stdout
@@ -57,20 +108,90 @@ def probe_main(argv: list[str]) -> int:
     if status:
         status.show(Progress("probing", "the window"))
     try:
-        return run_probe_command(args.base_url, args.model, args.server, args.json, out, kinds=KINDS)  # type: ignore[arg-type]
+        return run_probe_command(cfg.base_url, cfg.model, cfg.server, args.json, out, kinds=KINDS)  # type: ignore[arg-type]
     finally:
         if status:
             status.close()
 
 
-def stats_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
-        prog="aforo stats", description="What the governor did: admissions, clearings, compactions..."
+# --- models ----------------------------------------------------------------------------------------
+
+
+def models_parser() -> argparse.ArgumentParser:
+    parser = SubcommandParser(
+        prog="aforo models",
+        description="List the models the server offers. Each kind of server is asked its own way; the "
+        "config's aliases are shown next to the models they name.",
     )
-    parser.add_argument("--session", help="only this session")
+    _server_flags(parser, model=False)
+    parser.add_argument(
+        "--json", action="store_true", help="print {server, base_url, models, aliases} as JSON"
+    )
+    return parser
+
+
+def models_run(args: argparse.Namespace) -> int:
+    try:
+        cfg = _config(args)
+    except (ConfigError, LimitExceeded) as exc:
+        fail(exc)
+        return 2
+    # The key goes where the user pointed aforo, as for a run (config.py: never to the default URL).
+    headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
+    with httpx.Client(timeout=MODELS_TIMEOUT, headers=headers) as client:
+        try:
+            info = detect_server(client, cfg.base_url, cfg.server, kinds=KINDS)
+        except ConfigError as exc:
+            fail(exc)
+            return 2
+        unreachable = None if info.models else _unreachable(client, f"{info.v1_url}/models")
+    if unreachable:
+        fail(
+            ConfigError(f"no server answered at {info.v1_url} ({unreachable}); start one or pass --base-url")
+        )
+        return 1
+    if args.json:
+        doc = {"server": info.kind, "base_url": info.root_url, "models": info.models, "aliases": cfg.aliases}
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(sanitize(f"{info.kind} at {info.root_url}: {len(info.models)} model(s)"), file=sys.stderr)
+    by_model: dict[str, list[str]] = {}
+    for alias, model in cfg.aliases.items():
+        by_model.setdefault(model, []).append(alias)
+    for model in info.models:
+        aliases = by_model.pop(model, [])
+        print(sanitize(model + (f"  (alias: {', '.join(aliases)})" if aliases else ""), one_line=True))
+    for model, aliases in by_model.items():
+        print(sanitize(f"{', '.join(aliases)} -> {model} (not listed by this server)", one_line=True))
+    return 0
+
+
+def _unreachable(client: httpx.Client, url: str) -> str | None:
+    """Why nothing answered at `url`, or None when something did (it just lists no models)."""
+    try:
+        client.get(url)
+    except httpx.HTTPError as exc:
+        return str(exc) or type(exc).__name__
+    return None
+
+
+# --- stats -----------------------------------------------------------------------------------------
+
+
+def stats_parser() -> argparse.ArgumentParser:
+    parser = SubcommandParser(
+        prog="aforo stats",
+        description="What each session cost and what the governor did. Per session: its runs, tokens "
+        "in and out, the cached share, wall time and model; admissions, clearings, compactions and what "
+        "they saved.",
+    )
+    parser.add_argument("--session", metavar="ID", help="only this session")
     parser.add_argument("--json", action="store_true", help="the summary as JSON")
     parser.add_argument("--export", action="store_true", help="every record as JSON lines")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def stats_run(args: argparse.Namespace) -> int:
     try:
         with Telemetry() as telemetry:
             if args.export:
@@ -80,41 +201,20 @@ def stats_main(argv: list[str]) -> int:
     except StoreError as exc:
         fail(exc)
         return 1
-    print(json.dumps(summary, indent=2) if args.json else sanitize(format_summary(summary)))
+    print(json.dumps(summary, indent=2) if args.json else sanitize(format_summary(summary, terminal_width())))
     return 0
 
 
-def sessions_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="aforo sessions", description="Saved conversations, newest first.")
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--limit", type=int, default=20)
-    args = parser.parse_args(argv)
-    try:
-        listing = SessionStore(sessions_dir()).list(args.limit)
-    except StoreError as exc:
-        fail(exc)
-        return 1
-    if args.json:
-        print(json.dumps([s.__dict__ for s in listing], default=str, indent=2))
-        return 0
-    if not listing:
-        print("no sessions yet")
-    for s in listing:
-        if s.error:
-            line = f"{s.id}  unreadable: {s.error}"
-        else:
-            line = f"{s.id}  {s.updated_at}  {s.n_messages:>4} msgs  {s.model}  {s.workspace}  {s.title}"
-        print(sanitize(line, one_line=True))
-    return 0
+# --- trust -----------------------------------------------------------------------------------------
 
 
-def trust_main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(
+def trust_parser() -> argparse.ArgumentParser:
+    parser = SubcommandParser(
         prog="aforo trust",
         description=(
-            f"Trust a workspace's {PROJECT_FILE} to choose the server: its {', '.join(ROUTING_KEYS)} and a "
-            "tokenizer outside the workspace are ignored until you do. Remembered by path and content: "
-            "an edited file must be trusted again."
+            f"Trust a workspace's {PROJECT_FILE} to choose the server. Until you do, its "
+            f"{', '.join(ROUTING_KEYS)} and a tokenizer outside the workspace are ignored. Remembered by "
+            "path and content: an edited file must be trusted again."
         ),
     )
     parser.add_argument("workspace", nargs="?", help="the workspace (default: the current directory)")
@@ -125,7 +225,10 @@ def trust_main(argv: list[str]) -> int:
     action.add_argument(
         "--revoke", action="store_true", help="forget the workspace: its file is untrusted again"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def trust_run(args: argparse.Namespace) -> int:
     store = TrustStore()
     try:
         if args.list:
@@ -175,10 +278,40 @@ def _list_trusted(store: TrustStore) -> int:
     return 0
 
 
-SUBCOMMANDS = {
-    "probe": probe_main,
-    "stats": stats_main,
-    "sessions": sessions_main,
-    "trust": trust_main,
-    "engine": engine_main,
+# --- the table -------------------------------------------------------------------------------------
+
+
+SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "probe": Subcommand(probe_parser, probe_run),
+    "models": Subcommand(models_parser, models_run),
+    "stats": Subcommand(stats_parser, stats_run),
+    "sessions": Subcommand(sessions_parser, sessions_run),
+    "trust": Subcommand(trust_parser, trust_run),
+    "engine": Subcommand(engine_parser, engine_run),
+    "completion": Subcommand(completion_parser, lambda args: completion_run(args, parsers())),
 }
+
+
+def parser_of(name: str) -> argparse.ArgumentParser | None:
+    """The parser of a subcommand, for help and completion (None for an entry that has none)."""
+    entry: Any = SUBCOMMANDS[name]
+    return entry.parser() if isinstance(entry, Subcommand) else None
+
+
+def parsers() -> dict[str, argparse.ArgumentParser | None]:
+    return {name: parser_of(name) for name in SUBCOMMANDS}
+
+
+def first_sentence(text: str) -> str:
+    return text.split(". ")[0].strip().rstrip(".")
+
+
+def summaries() -> dict[str, str]:
+    """Each subcommand's first sentence, for `aforo --help`."""
+    out = {}
+    for name, entry in SUBCOMMANDS.items():
+        parser = parser_of(name)
+        text = (parser.description if parser else entry.__doc__) or ""
+        out[name] = first_sentence(text)
+    out[ASK] = "Ask a question: every word after it is the question (the explicit form)"
+    return out

@@ -38,14 +38,18 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--ctx", type=int, help=f"the window in tokens (default {DEFAULT_CTX})")
     sub.add_parser("stop", help="stop the running engine")
     status = sub.add_parser("status", help="what is installed and what runs")
-    status.add_argument("--json", action="store_true")
+    status.add_argument("--json", action="store_true", help="print the status as one JSON object")
     sub.add_parser("path", help="print the engine cache directory")
     return parser
 
 
 def engine_main(argv: list[str]) -> int:
+    return engine_run(build_parser().parse_args(argv))
+
+
+def engine_run(args: argparse.Namespace) -> int:
+    """Run the parsed `aforo engine` command; usage errors exit 2 through the parser, like parsing."""
     parser = build_parser()
-    args = parser.parse_args(argv)
     home = EngineHome.from_env()
     installer = Installer(home, Progress(sys.stderr))
     try:

@@ -82,6 +82,7 @@ class SessionSummary:
     created_at: str = ""
     updated_at: str = ""
     n_messages: int = 0
+    answered: bool = False  # the model answered at least once (a run that failed first never did)
     error: str | None = None
 
 
@@ -198,6 +199,10 @@ class SessionStore:
         )
         return _record_from(data, f"session file {path}")
 
+    def remove(self, session_id: str) -> None:
+        """Delete the session's file (a session already gone is not an error)."""
+        self.path(session_id).unlink(missing_ok=True)
+
     def _files(self) -> builtins.list[Path]:
         """Session files, most recently written first (mtime follows every atomic save)."""
         if not self.root.is_dir():
@@ -236,6 +241,7 @@ class SessionStore:
                     created_at=rec.created_at,
                     updated_at=rec.updated_at,
                     n_messages=len(rec.messages),
+                    answered=any(m.role == "assistant" for m in rec.messages),
                 )
             )
         out.sort(key=lambda s: (s.error is None, s.updated_at, s.id), reverse=True)

@@ -1,5 +1,6 @@
 """Telemetry: one SQLite row for every admission, rejection, clearing, compaction, recovery, overflow
-and warning, so `aforo stats` can say what the governor did and what it saved.
+and warning, so `aforo stats` can say what the governor did and what it saved; and one row per run (a
+prompt to its ending: tokens the server reported, wall time), so it can say what each session cost.
 
 The schema grows by the migrations in `MIGRATIONS` (the scheme of store/migrations.py, shared with
 checkpoints and sessions). WAL mode and a busy timeout let two aforo processes write the same database.
@@ -23,7 +24,8 @@ from aforo.store.redact import redact
 from aforo.store.telemetry_summary import format_summary as format_summary
 from aforo.store.telemetry_summary import summarize
 
-EVENTS = ("admission", "rejection", "clearing", "compaction", "recovery", "overflow", "warning")
+GOVERNOR_EVENTS = ("admission", "rejection", "clearing", "compaction", "recovery", "overflow", "warning")
+EVENTS = (*GOVERNOR_EVENTS, "run")
 INT_FIELDS = (
     "tokens_estimated",
     "tokens_exact",
@@ -33,6 +35,9 @@ INT_FIELDS = (
     "tokens_after",
     "window",
     "summary_tokens",
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
 )
 TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint")
 COLUMNS = ("id", "ts", "session", "event", *INT_FIELDS, "duration_ms", *TEXT_FIELDS)
@@ -81,6 +86,14 @@ def m002_server_window_tokens(db: sqlite3.Connection) -> None:
 def m003_summary_tokens(db: sqlite3.Connection) -> None:
     # Issue 16: the size of the summary a compaction wrote, which the journal used to drop.
     db.execute('ALTER TABLE events ADD COLUMN "summary_tokens" INTEGER')
+
+
+@MIGRATIONS
+def m004_run_usage(db: sqlite3.Connection) -> None:
+    # Issue 14: what a run cost, as the server reported it. `input_tokens` counts every prompt token the
+    # server read (cached ones too), `cached_tokens` those it took from its prompt cache.
+    for column in ("input_tokens", "output_tokens", "cached_tokens"):
+        db.execute(f'ALTER TABLE events ADD COLUMN "{column}" INTEGER')
 
 
 def migrate(db: sqlite3.Connection, upto: int | None = None) -> list[str]:
@@ -160,6 +173,9 @@ class Telemetry:
         tokens_before: int | None = None,
         tokens_after: int | None = None,
         summary_tokens: int | None = None,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cached_tokens: int | None = None,
         duration_ms: float | None = None,
         cause: str | None = None,
         model: str | None = None,
@@ -182,6 +198,9 @@ class Telemetry:
             "tokens_before": tokens_before,
             "tokens_after": tokens_after,
             "summary_tokens": summary_tokens,
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "cached_tokens": cached_tokens,
             "duration_ms": duration_ms,
             # Error texts and URLs can carry credentials: redacted like everything else on disk.
             "cause": redact(cause) if cause else cause,
@@ -223,7 +242,7 @@ class Telemetry:
         return len(rows)
 
     def summary(self, session: str | None = None) -> dict[str, Any]:
-        return summarize(self.rows(session), EVENTS)
+        return summarize(self.rows(session), GOVERNOR_EVENTS)
 
 
 def _encodable(value: Any) -> Any:

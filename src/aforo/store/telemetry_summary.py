@@ -1,6 +1,8 @@
-"""What `aforo stats` shows: telemetry rows folded into counts, savings and ratios, and a plain table.
+"""What `aforo stats` shows: telemetry rows folded into counts, savings, ratios and each session's usage.
 
-`summarize` returns plain data (what `aforo stats --json` prints); `format_summary` renders it.
+`summarize` returns plain data (what `aforo stats --json` prints); `format_summary` renders it as two
+tables, one line per session in each: what the runs cost (tokens the server reported, the cached share,
+wall time, the model) and what the governor did (its events, the tokens it saved, compaction ratios).
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+RUN = "run"
 _TRANSFORMS = ("clearing", "compaction")
 _ABBREV = {
     "admission": "adm",
@@ -18,6 +21,7 @@ _ABBREV = {
     "overflow": "ovf",
     "warning": "warn",
 }
+_MIN_MODEL_CHARS = 8
 
 
 def _empty(events: tuple[str, ...]) -> dict[str, Any]:
@@ -28,19 +32,40 @@ def _empty(events: tuple[str, ...]) -> dict[str, Any]:
         "bytes_saved": {"clearing": 0, "compaction": 0, "total": 0},
         "compaction_ratio": {"count": 0, "mean": None, "min": None, "max": None},
         "rejections_by_cause": {},
+        "usage": {
+            "runs": 0,
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cached_tokens": 0,
+            "cached_share": None,
+            "wall_seconds": 0.0,
+            "models": [],
+        },
         "first": None,
         "last": None,
         "_ratios": [],
     }
 
 
+def _add_run(usage: dict[str, Any], row: dict[str, Any]) -> None:
+    usage["runs"] += 1
+    for key in ("input_tokens", "output_tokens", "cached_tokens"):
+        usage[key] += row.get(key) or 0
+    usage["wall_seconds"] += (row["duration_ms"] or 0) / 1000
+    if row["model"] and row["model"] not in usage["models"]:
+        usage["models"].append(row["model"])
+
+
 def _add(stats: dict[str, Any], row: dict[str, Any]) -> None:
     event = row["event"]
-    stats["events"][event] = stats["events"].get(event, 0) + 1
-    stats["total_events"] += 1
     ts = row["ts"]
     stats["first"] = ts if stats["first"] is None else min(stats["first"], ts)
     stats["last"] = ts if stats["last"] is None else max(stats["last"], ts)
+    if event == RUN:
+        _add_run(stats["usage"], row)
+        return
+    stats["events"][event] = stats["events"].get(event, 0) + 1
+    stats["total_events"] += 1
     if event in _TRANSFORMS:
         for unit in ("tokens", "bytes"):
             before, after = row[f"{unit}_before"], row[f"{unit}_after"]
@@ -63,12 +88,16 @@ def _finish(stats: dict[str, Any]) -> dict[str, Any]:
             "min": round(min(ratios), 4),
             "max": round(max(ratios), 4),
         }
+    usage = stats["usage"]
+    if usage["input_tokens"]:
+        usage["cached_share"] = round(usage["cached_tokens"] / usage["input_tokens"], 4)
+    usage["wall_seconds"] = round(usage["wall_seconds"], 3)
     return stats
 
 
 def summarize(rows: Iterable[dict[str, Any]], events: tuple[str, ...]) -> dict[str, Any]:
-    """Per session and overall: counts per event, tokens/bytes saved, compaction ratios (after/before),
-    rejections by cause, first and last record time."""
+    """Per session and overall: counts per governor event, tokens/bytes saved, compaction ratios
+    (after/before), rejections by cause, what the runs used, first and last record time."""
     overall = _empty(events)
     sessions: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -89,36 +118,100 @@ def _ratio(stats: dict[str, Any]) -> str:
     return "-" if not r["count"] else f"{r['mean']:.2f} ({r['count']})"
 
 
-def format_summary(summary: dict[str, Any]) -> str:
-    """A plain-text table: one line per session, then the overall line and the rejection causes."""
-    overall = summary["overall"]
-    sessions = summary["sessions"]
-    if not overall["total_events"]:
-        return "No telemetry recorded yet: it appears after the first request aforo governs."
-    events = list(overall["events"])
-    headers = ["session", *(_ABBREV.get(e, e) for e in events), "tokens saved", "compaction after/before"]
-    table = [
-        [name, *(str(s["events"].get(e, 0)) for e in events), f"{s['tokens_saved']['total']:,}", _ratio(s)]
-        for name, s in [*sessions.items(), ("overall", overall)]
+def duration(seconds: float) -> str:
+    """`850ms`, `4.2s`, `3m12s`, `1h05m`: short enough for a table column."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f}ms"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def _usage_cells(usage: dict[str, Any]) -> list[str]:
+    if not usage["runs"]:
+        return ["0", "-", "-", "-", "-", ""]
+    share = usage["cached_share"]
+    return [
+        str(usage["runs"]),
+        f"{usage['input_tokens']:,}",
+        f"{usage['output_tokens']:,}",
+        "-" if share is None else f"{share:.0%}",
+        duration(usage["wall_seconds"]),
+        ", ".join(usage["models"]),
     ]
-    widths = [max(len(r[i]) for r in [headers, *table]) for i in range(len(headers))]
+
+
+def _table(headers: list[str], rows: list[list[str]], width: int | None) -> list[str]:
+    """Left-aligned first and last columns, right-aligned numbers between; with a `width`, the last
+    column (free text: model names) is cut to fit it."""
+    rows = [headers, *rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(headers))]
+    fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    if width is not None:
+        widths[-1] = min(widths[-1], max(_MIN_MODEL_CHARS, width - fixed))
 
     def line(cells: list[str]) -> str:
-        first = cells[0].ljust(widths[0])
-        return "  ".join([first, *(c.rjust(w) for c, w in zip(cells[1:], widths[1:], strict=True))]).rstrip()
+        last = cells[-1] if len(cells[-1]) <= widths[-1] else cells[-1][: widths[-1] - 1] + "…"
+        middle = (c.rjust(w) for c, w in zip(cells[1:-1], widths[1:-1], strict=True))
+        return "  ".join([cells[0].ljust(widths[0]), *middle, last]).rstrip()
 
-    span = f"{_minute(overall['first'])} .. {_minute(overall['last'])} UTC"
+    return [line(r) for r in rows]
+
+
+def format_summary(summary: dict[str, Any], width: int | None = None) -> str:
+    """Plain-text tables, one line per session and an overall line, then the rejection causes. With a
+    `width` (the terminal's), every line fits it from 78 columns up."""
+    overall = summary["overall"]
+    sessions = summary["sessions"]
+    if not overall["total_events"] and not overall["usage"]["runs"]:
+        return "No telemetry recorded yet: it appears after the first request aforo governs."
+    named = [*sessions.items(), ("overall", overall)]
+    usage = _table(
+        ["session", "runs", "tokens in", "out", "cached", "time", "model"],
+        [[name, *_usage_cells(s["usage"])] for name, s in named],
+        width,
+    )
+    events = list(overall["events"])
+    governor = _table(
+        ["session", *(_ABBREV.get(e, e) for e in events), "saved", "ratio"],
+        [
+            [
+                name,
+                *(str(s["events"].get(e, 0)) for e in events),
+                f"{s['tokens_saved']['total']:,}",
+                _ratio(s),
+            ]
+            for name, s in named
+        ],
+        None,
+    )
+    runs, events_n = overall["usage"]["runs"], overall["total_events"]
     out = [
-        f"aforo stats: {len(sessions)} session(s), {overall['total_events']} event(s), {span}",
+        f"aforo stats: {len(sessions)} session(s), {runs} run(s), {events_n} governor event(s)",
+        f"from {_minute(overall['first'])} to {_minute(overall['last'])} UTC",
         "",
-        line(headers),
-        *(line(r) for r in table[:-1]),
-        "-" * len(line(headers)),
-        line(table[-1]),
+        *usage[:-1],
+        "-" * max(len(x) for x in usage),
+        usage[-1],
+        "",
+        *governor[:-1],
+        "-" * max(len(x) for x in governor),
+        governor[-1],
+        "",
+        "tokens in: prompt tokens the server read, cached ones included",
+        "time: wall time of the runs, from the prompt to the ending",
+        "saved: tokens the clearings and compactions removed",
+        "ratio: size after/before of a compaction, mean (count)",
     ]
     causes = overall["rejections_by_cause"]
     if causes:
         out += ["", "rejections by cause:"]
-        width = max(len(c) for c in causes)
-        out += [f"  {cause.ljust(width)}  {n}" for cause, n in sorted(causes.items(), key=lambda kv: -kv[1])]
+        width_c = max(len(c) for c in causes)
+        out += [
+            f"  {cause.ljust(width_c)}  {n}" for cause, n in sorted(causes.items(), key=lambda kv: -kv[1])
+        ]
     return "\n".join(out)

@@ -1,0 +1,137 @@
+"""The flags of a run (`aforo [flags] question`, `aforo ask [flags] question`) and how they reach the config.
+
+Its own module so that `aforo completion` and the subcommands' help can read the parser without
+importing the entry point that dispatches to them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+from typing import Any
+
+from aforo import __version__
+from aforo.cli.config import NOT_GIVEN, SERVER_KINDS
+from aforo.cli.session_keeper import LATEST
+from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
+
+ASK = "ask"
+HELP_WIDTH = 78
+# When the first word is a subcommand (README, "Commands"): only the first argument is looked at, and
+# only a word that is exactly a subcommand's name is one.
+FIRST_WORD_RULE = (
+    "A first word that names a subcommand runs it; to ask a question that starts with one, write "
+    "`aforo ask stats of the repo?` or `aforo -- stats of the repo?`."
+)
+
+
+def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None) -> argparse.ArgumentParser:
+    """The parser of a run; `subcommands` (name -> what it does) are listed in the help."""
+    listed = "".join(
+        "\n" + textwrap.fill(f"  {name:<11} {what}", HELP_WIDTH, subsequent_indent=" " * 14)
+        for name, what in (subcommands or {}).items()
+    )
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description="A local, read-only coding assistant that always knows how much of the window it uses.",
+        epilog=(
+            f"subcommands (each takes --help):{listed}\n\n"
+            + textwrap.fill(
+                f"{FIRST_WORD_RULE} Piped input is added to the question; @path in a question attaches "
+                "that workspace file.",
+                HELP_WIDTH,
+            )
+        )
+        if subcommands
+        else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "prompt",
+        nargs="*",
+        help="the question (piped standard input is added before it); without one, an interactive "
+        "session starts",
+    )
+    parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="directory to read (default: cwd)")
+    parser.add_argument(
+        "--base-url",
+        default=NOT_GIVEN,
+        help="OpenAI-compatible base URL (default Ollama's; env AFORO_BASE_URL)",
+    )
+    parser.add_argument(
+        "--model", "-m", default=NOT_GIVEN, help="model name or an alias from the config (env AFORO_MODEL)"
+    )
+    parser.add_argument(
+        "--local", action="store_true", help="answer with aforo's own engine (installed on first use)"
+    )
+    parser.add_argument("--yes", "-y", action="store_true", help="with --local: install without asking")
+    parser.add_argument(
+        "--context-window", type=int, default=NOT_GIVEN, help="the server's real window in tokens"
+    )
+    parser.add_argument("--max-tokens", type=int, default=NOT_GIVEN, help="cap of the answer reserve")
+    parser.add_argument("--max-turns", type=int, default=NOT_GIVEN, help="model calls per prompt (25)")
+    parser.add_argument(
+        "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: the server's)"
+    )
+    parser.add_argument(
+        "--read-timeout",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long the server may stay silent while it answers ({READ_TIMEOUT.value:g})",
+    )
+    parser.add_argument(
+        "--answer-timeout",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long one answer may take in all ({ANSWER_TIMEOUT.value:g})",
+    )
+    parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
+    parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
+    parser.add_argument(
+        "--json", action="store_true", help="print the event stream as JSON lines (docs/json-events.md)"
+    )
+    parser.add_argument(
+        "--plain", action="store_true", help="the answer as plain text on a terminal too (no Markdown)"
+    )
+    parser.add_argument(
+        "--trust-workspace",
+        action="store_true",
+        help="trust the workspace's .aforo.toml as it is now, like `aforo trust`, so it may set the server",
+    )
+    parser.add_argument(
+        "--resume",
+        nargs="?",
+        const=LATEST,
+        default=None,
+        metavar="ID",
+        help="continue a saved conversation (default: the latest of this workspace); "
+        "with a prompt it answers it, without one it opens the interactive session",
+    )
+    parser.add_argument("--version", action="version", version=f"aforo {__version__}")
+    return parser
+
+
+CONFIG_FLAGS = (
+    "workspace",
+    "base_url",
+    "model",
+    "context_window",
+    "max_tokens",
+    "max_turns",
+    "temperature",
+    "server",
+    "tokenizer",
+    "read_timeout",
+    "answer_timeout",
+)
+
+
+def config_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """What `load_config` takes from the parsed flags."""
+    flags = {k: getattr(args, k) for k in CONFIG_FLAGS}
+    flags["json"] = args.json
+    flags["trust_workspace"] = args.trust_workspace
+    flags["engine"] = "local" if args.local else NOT_GIVEN
+    return flags
