@@ -89,7 +89,12 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
     )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
-    parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+    parser.add_argument(
+        "--json", action="store_true", help="print the event stream as JSON lines (docs/json-events.md)"
+    )
+    parser.add_argument(
+        "--plain", action="store_true", help="the answer as plain text on a terminal too (no Markdown)"
+    )
     parser.add_argument(
         "--trust-workspace",
         action="store_true",

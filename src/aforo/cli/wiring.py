@@ -69,6 +69,7 @@ def build_runtime(
         answer_timeout=cfg.answer_timeout,
     )
     counter = make_counter(kind.counter, client, server.root_url, model, cfg.tokenizer)
+    window_known = served is not None or remembered is not None
     governor = Governor(
         budget=budget,
         policy=cfg.policy,
@@ -77,8 +78,12 @@ def build_runtime(
         counter=counter,
         model=model,
         server=server.kind,
-        window_known=served is not None or remembered is not None,
+        window_known=window_known,
     )
+    # Answers stream, and a truncated one is marked discarded afterwards; only where a silent truncation
+    # is likely (a server that does not refuse, with a window nobody measured) are they held until
+    # checked.
+    live = kind.loud or window_known
     registry = default_registry(cfg.workspace)
     prompt = system_prompt(cfg.workspace)
     for warning in prompt.warnings:
@@ -91,7 +96,7 @@ def build_runtime(
         emit=emit,
         max_turns=cfg.max_turns,
         temperature=cfg.temperature,
-        live_text=kind.loud,
+        live_text=live,
     )
     emit(
         Info(
@@ -104,6 +109,7 @@ def build_runtime(
                 "window_source": resolution.source,
                 "reserve": budget.reserve,
                 "counter": counter.name if counter else "estimate",
+                "answers": "streamed" if live else "held",
             }
         )
     )
