@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -33,6 +34,8 @@ from support.live_server import LiveServer, free_port
 from support.scenario import Recorder
 
 MARKER = "LANE-4242"
+SCHEMA = json.loads((Path(__file__).parents[1] / "docs" / "json-events.schema.json").read_text())
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 
 
 def serving(
@@ -145,6 +148,8 @@ def test_summaries_on_a_second_server_named_in_json_events_and_stats(tmp_path: P
         )  # fmt: skip
     events = run.events()
     assert run.code == 0, run.out[-3000:] + run.err
+    for event in events:  # the --json contract (docs/json-events.schema.json) holds with lanes too
+        VALIDATOR.validate(event)
     info = next(e for e in events if e["type"] == "info" and "window" in e)
     assert (info["lane"], info["compact_lane"], info["compact_window"]) == ("default", "fast", 2048)
     compactions = [e for e in events if e["type"] == "context" and e["action"] == "compacted"]

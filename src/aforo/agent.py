@@ -2,8 +2,11 @@
 
 The governor owns the conversation: before each call it admits (and may transform) the request, after
 it says whether the server silently dropped part of the prompt. A truncated turn's answer is discarded
-and the run ends `context_overflow` with the history intact. Provider errors end the run `error`; the
-user's Ctrl-C ends it `aborted` with the conversation still well-formed (every tool call has a result).
+(its `turn_end` says `truncated`, so a renderer that streamed it can say so) and the run ends
+`context_overflow` with the history intact. The answer's text goes out through a `TextHold`, so a tool
+call the model writes as text is shown once, as a call (`TextCall`), never as part of the answer.
+Provider errors end the run `error`; the user's Ctrl-C ends it `aborted` with the conversation still
+well-formed (every tool call has a result).
 Wherever a run ends, `_End` carries its reason to the one place that closes the run.
 """
 
@@ -12,6 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 
 from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
@@ -22,13 +26,15 @@ from aforo.events import (
     RunEnd,
     RunReason,
     RunResult,
+    TextCall,
     TextDelta,
     TurnEnd,
 )
 from aforo.messages import Message, MessageEnd, Request, SystemPart
 from aforo.protocols import Provider
 from aforo.stream import Reply, collect
-from aforo.tool_batch import answer
+from aforo.text_hold import TextHold
+from aforo.tool_batch import answer, tool_uses
 from aforo.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 25
@@ -37,11 +43,11 @@ CANCELLED_RESULT = "[Cancelled by the user before this tool call finished.]"
 
 
 class _End(Exception):
-    """The run ends here, for `reason`."""
+    """The run ends here, for `reason`; `answer` is the text of the answer that ended it, if any."""
 
-    def __init__(self, reason: RunReason, error: str | None = None) -> None:
+    def __init__(self, reason: RunReason, error: str | None = None, answer: str = "") -> None:
         super().__init__(reason)
-        self.reason, self.error = reason, error
+        self.reason, self.error, self.answer = reason, error, answer
 
 
 @dataclass
@@ -59,7 +65,7 @@ class _Totals:
         self.output_tokens += end.usage.output_tokens
 
     def result(self, end: _End) -> RunResult:
-        return RunResult(end.reason, **asdict(self), error=end.error)
+        return RunResult(end.reason, **asdict(self), error=end.error, answer=end.answer)
 
 
 @dataclass(kw_only=True, eq=False)
@@ -71,8 +77,8 @@ class Agent:
     emit: EventSink
     max_turns: int = DEFAULT_MAX_TURNS
     temperature: float | None = None
-    # Stream the answer as it arrives only where a silent truncation cannot happen (a server that
-    # errors on overflow); otherwise an answer is shown only once the turn is known to be whole.
+    # Stream the answer as it arrives (a truncated one is then marked discarded by its turn_end); False:
+    # show it only once the turn is known to be whole (a silent server whose window is a guess).
     live_text: bool = False
 
     @property
@@ -119,21 +125,19 @@ class Agent:
         _stop_if(cancel)
         reply = self._call(turn, cancel, totals)
         _stop_if(cancel)
-        if not self.live_text and reply.text:
-            self.emit(TextDelta(reply.text))
         ran = answer(
             reply, self.tools, self.governor.conversation, self.governor.tool_cap(), self.emit, cancel
         )
         totals.tool_calls += ran
         if ran:
             return
+        text = self.messages[-1].text if self.messages and self.messages[-1].role == "assistant" else ""
         if reply.end.stop_reason == "max_tokens":
-            raise _End(
-                "max_tokens", f"the answer hit the output limit of {self.governor.budget.reserve} tokens"
-            )
+            limit = self.governor.budget.reserve
+            raise _End("max_tokens", f"the answer hit the output limit of {limit} tokens", text)
         if reply.end.stop_reason == "refusal":
-            raise _End("refusal", "the model refused to answer")
-        raise _End("end_turn")
+            raise _End("refusal", "the model refused to answer", text)
+        raise _End("end_turn", answer=text)
 
     def _call(self, turn: int, cancel: threading.Event, totals: _Totals) -> Reply:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
@@ -145,10 +149,10 @@ class Agent:
                 if refused is not None:
                     raise _End("context_overflow", recovery_failed(refused, exc, gov.summary_lane)) from exc
                 raise _End("context_overflow", str(exc)) from exc
+            hold = TextHold(self.tools.names)
+            live = partial(self._hold_and_show, hold) if self.live_text else None
             try:
-                reply = collect(
-                    self.provider, admitted.request, cancel, self._show if self.live_text else None
-                )
+                reply = collect(self.provider, admitted.request, cancel, live, self.emit)
                 break
             except ContextOverflowError as exc:
                 # One recovery: adopt the window the server named, compact once (on the compaction
@@ -161,6 +165,8 @@ class Agent:
                 raise _End("error", str(exc)) from exc
         seen = gov.observe(admitted, reply.end, self.provider)
         totals.add(reply.end)
+        if not seen.truncated:
+            self._settle(hold, reply)
         count = admitted.count
         self.emit(
             TurnEnd(
@@ -181,8 +187,22 @@ class Agent:
             raise _End("context_overflow", seen.message)
         return reply
 
+    def _settle(self, hold: TextHold, reply: Reply) -> None:
+        """The rest of the answer's text, then the calls it wrote as text, each as its own event."""
+        if not self.live_text:
+            self._show(hold.feed(reply.text))
+        _rest, uses = tool_uses(reply, self.tools, self.messages)
+        late, calls = hold.settle([] if reply.calls else [(u.name, u.input) for u in uses])
+        self._show(late)
+        for held in calls:
+            self.emit(TextCall(held.text, tuple({"name": n, "input": a} for n, a in held.calls)))
+
+    def _hold_and_show(self, hold: TextHold, piece: str) -> None:
+        self._show(hold.feed(piece))
+
     def _show(self, text: str) -> None:
-        self.emit(TextDelta(text))
+        if text:
+            self.emit(TextDelta(text))
 
 
 def _stop_if(cancel: threading.Event) -> None:

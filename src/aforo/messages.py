@@ -169,6 +169,15 @@ class StreamToolCall:
 
 
 @dataclass(frozen=True)
+class StreamProgress:
+    """The server's own progress through the prompt, in tokens (llama-server with `return_progress`)."""
+
+    processed: int
+    total: int
+    cached: int = 0
+
+
+@dataclass(frozen=True)
 class MessageEnd:
     usage: Usage
     stop_reason: StopReason
@@ -177,7 +186,7 @@ class MessageEnd:
     model: str = ""
 
 
-StreamEvent = StreamText | StreamToolCall | MessageEnd
+StreamEvent = StreamText | StreamToolCall | StreamProgress | MessageEnd
 
 
 # --- serialization ------------------------------------------------------------------------------

@@ -47,6 +47,27 @@ def openai_compat(
     )
 
 
+def llamacpp_compat(
+    server: ServerInfo,
+    model: str,
+    *,
+    window: int,
+    api_key: str | None,
+    read_timeout: float,
+    answer_timeout: float,
+) -> Provider:
+    # Asked to, llama-server streams its own progress through the prompt (`prompt_progress`, one chunk per
+    # batch), which the status line shows; other servers may refuse a field they do not know.
+    return OpenAICompatProvider(
+        server.v1_url,
+        model,
+        api_key=api_key,
+        timeout=read_timeout,
+        answer_timeout=answer_timeout,
+        extra_body={"return_progress": True},
+    )
+
+
 def ollama_native(
     server: ServerInfo,
     model: str,
@@ -85,7 +106,9 @@ KINDS: tuple[ServerKind, ...] = (
             "note: this is Ollama's OpenAI endpoint; aforo's native Ollama adapter sets num_ctx itself"
         ),
     ),
-    ServerKind("llama.cpp", check_llamacpp, read_llamacpp, openai_compat, counter=LlamaCppCounter, loud=True),
+    ServerKind(
+        "llama.cpp", check_llamacpp, read_llamacpp, llamacpp_compat, counter=LlamaCppCounter, loud=True
+    ),
     ServerKind("tgi", check_tgi, read_tgi, openai_compat, counter=TgiCounter, loud=True),
     ServerKind("lmstudio", check_lmstudio, read_lmstudio, openai_compat),
     ServerKind("litellm", check_litellm, read_litellm, openai_compat),

@@ -20,6 +20,7 @@ from itertools import count
 from aforo import safejson
 from aforo.context.conversation import Conversation
 from aforo.context.stages import Cap, cap_text
+from aforo.context.tokens import estimate_text
 from aforo.errors import LimitExceeded
 from aforo.events import EventSink, ToolEnd, ToolStart
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
@@ -74,8 +75,17 @@ def answer(
     results: tuple[ToolResult | TextBlock, ...] = tuple(o.result for o in outcomes)
     conversation.append(Message("user", results if reply.calls else (*results, TextBlock(TEXT_CALL_HINT))))
     for o in outcomes:
-        emit(ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error))
+        emit(tool_end(o, cap.ratio))
     return len(uses)
+
+
+def tool_end(o: CallOutcome, ratio: float) -> ToolEnd:
+    """The event that ends a call, with its result's bytes, lines and tokens (estimated, calibrated by
+    `ratio`): what the call costs in the conversation."""
+    content = o.result.content
+    lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+    size = len(content.encode("utf-8", "surrogatepass")), lines, round(estimate_text(content) * ratio)
+    return ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error, *size)
 
 
 def tool_uses(

@@ -1,22 +1,25 @@
 """End to end: the `aforo` console script answers a question about examples/demo with the real model.
 
-The contract, not the wording: exit 0, one JSON event per line of the known types, at least one real
-tool call run (the model writes its calls as text: this goes through the text tool-call fallback),
-and a single run_end with reason end_turn.
+The contract, not the wording: exit 0, one JSON event per line, each valid against the schema
+(docs/json-events.schema.json), at least one real tool call run (the model writes its calls as text:
+this goes through the text tool-call fallback, and each is a `text_call` event, never answer text),
+a single run_end with reason end_turn and, last, the `result` with the answer.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from support.cli import run_cli
 
 pytestmark = pytest.mark.real
 
-EVENT_TYPES = {"text_delta", "tool_start", "tool_end", "context", "warning", "turn_end", "run_end", "info"}
+SCHEMA = json.loads((Path(__file__).parents[2] / "docs" / "json-events.schema.json").read_text())
 QUESTION = "Read wordfreq/counter.py and explain it."  # the 0.5B model calls a tool for this wording
 
 
@@ -41,9 +44,10 @@ def test_demo_question_answered_after_real_tool_calls(
     )
     assert run.code == 0, f"exit {run.code}\nstdout:\n{run.out[-3000:]}\nstderr:\n{run.err[-3000:]}"
     events: list[dict[str, Any]] = run.events()
-    assert {e["type"] for e in events} <= EVENT_TYPES
+    for event in events:
+        jsonschema.validate(event, SCHEMA)
     end = run.run_end()
-    assert events[-1] == end
+    assert events[-2] == end and events[-1]["type"] == "result"
     assert end["reason"] == "end_turn"
     assert end["tool_calls"] >= 1
     starts = [e for e in events if e["type"] == "tool_start"]
@@ -53,4 +57,9 @@ def test_demo_question_answered_after_real_tool_calls(
     # The answer itself is streamed text after the last tool result.
     last_tool = max(i for i, e in enumerate(events) if e["type"] == "tool_end")
     answer = "".join(e["text"] for e in events[last_tool:] if e["type"] == "text_delta")
-    assert answer.strip()
+    assert answer.strip() and events[-1]["answer"] == answer.strip()
+    # The calls it wrote as text are events of their own, and not in the answer's text.
+    calls = [e for e in events if e["type"] == "text_call"]
+    assert calls and all(
+        c["text"] not in "".join(e["text"] for e in events if e["type"] == "text_delta") for c in calls
+    )

@@ -2,6 +2,8 @@
 
 Each section has its own glyph as well as its own colour, so the bar still reads with NO_COLOR or in a
 log file. Free space and the answer's reserve end the bar: the reserve is room the prompt may not use.
+Everything fits the console's width: the bar is at most `BAR_WIDTH` cells and narrower on a narrow
+terminal, the table lets rich fold its columns, and the lines wrap at word boundaries.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from aforo.cli.render import fmt_tokens
 from aforo.context.breakdown import Breakdown
 
 BAR_WIDTH = 60
+MIN_BAR_WIDTH = 10
 # (glyph, colour) per section, in the order the breakdown gives them, then free and reserve.
 _STYLE = {
     "system prompt": ("S", "blue"),
@@ -56,15 +59,17 @@ def render_context(view: Breakdown, console: Console) -> None:
         f"window {view.window} from {view.window_source}, counts {counts}",
         markup=False,
         highlight=False,
+        soft_wrap=False,
     )
-    console.print(bar(view), highlight=False)
+    width = max(MIN_BAR_WIDTH, min(BAR_WIDTH, console.width - 2))  # 2: the brackets
+    console.print(bar(view, width), highlight=False, soft_wrap=False)
     table = Table(box=None, pad_edge=False, show_edge=False)
     table.add_column("", no_wrap=True)
-    table.add_column("section", no_wrap=True)
+    table.add_column("section")
     table.add_column("tokens", justify="right", no_wrap=True)
-    table.add_column("% window", justify="right", no_wrap=True)
+    table.add_column("% window", justify="right")
     for name, tokens in rows(view):
         glyph, colour = _STYLE.get(name, ("?", "white"))
         share = f"{100 * tokens / view.window:.1f}%" if view.window else "-"
         table.add_row(Text(glyph, style=colour), name, str(tokens), share)
-    console.print(table, highlight=False)
+    console.print(table, highlight=False, soft_wrap=False)

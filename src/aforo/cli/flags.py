@@ -98,7 +98,12 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         default=NOT_GIVEN,
         help="the model summary requests ask for, on the compaction lane's server (default: this one's)",
     )
-    parser.add_argument("--json", action="store_true", help="print the event stream as JSON lines")
+    parser.add_argument(
+        "--json", action="store_true", help="print the event stream as JSON lines (docs/json-events.md)"
+    )
+    parser.add_argument(
+        "--plain", action="store_true", help="the answer as plain text on a terminal too (no Markdown)"
+    )
     parser.add_argument(
         "--trust-workspace",
         action="store_true",

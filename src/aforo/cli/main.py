@@ -16,18 +16,21 @@ import io
 import os
 import re
 import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 from typing import BinaryIO
 
 from aforo.cli.config import Config, load_config
+from aforo.cli.first_contact import no_server_message, unreachable
 from aforo.cli.flags import ASK, build_parser, config_flags
 from aforo.cli.render import HumanRenderer, JsonRenderer
 from aforo.cli.runs import RunLog, ask
 from aforo.cli.sanitize import sanitize
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
+from aforo.cli.status import stderr_status
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
-from aforo.events import EventSink, Info, RunEnd, RunResult, Warning
+from aforo.events import EventSink, Info, Result, RunEnd, RunResult, Warning, phase
 from aforo.limits import STDIN_BYTES
 from aforo.records import Where
 from aforo.store.checkpoints import CheckpointStore, MiB
@@ -49,13 +52,14 @@ EXIT_USAGE = 2
 SESSION_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{8}")
 
 
-def renderer(as_json: bool) -> EventSink:
-    return JsonRenderer() if as_json else HumanRenderer()
+def renderer(as_json: bool, plain: bool = False) -> EventSink:
+    return JsonRenderer() if as_json else HumanRenderer(plain=plain, status=stderr_status())
 
 
 def run_once(argv: list[str], prog: str = "aforo") -> int:
     from aforo.cli.subcommands import summaries
 
+    started = time.monotonic()
     args = build_parser(prog, summaries()).parse_args(argv)
     try:
         cfg = load_config(config_flags(args))
@@ -98,17 +102,49 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         return EXIT_USAGE
     if resume and cfg.model is None and record.model:
         cfg = replace(cfg, model=record.model)  # continue with the model the conversation was held with
-    emit = renderer(cfg.json)
+    emit = renderer(cfg.json, args.plain)
     for note in cfg.notes:
         emit(Info({"trust": note}))
     for warning in cfg.warnings:
         emit(Warning(warning))
+    with phase(emit, "connecting", cfg.base_url):
+        why = unreachable(cfg.base_url)
+    if why is not None:
+        # Before any session exists: a run that could not reach a server leaves nothing behind.
+        message = no_server_message(cfg.base_url, cfg.base_url_source, why)
+        print(f"aforo: {sanitize(message)}", file=sys.stderr)
+        emit(Result("error", EXIT_CODES["error"], error=message, duration_ms=_since(started)))
+        return EXIT_CODES["error"]
     telemetry = _open_telemetry(emit)
     try:
-        return _start(cfg, emit, store, record, notes, checkpoints, telemetry, prompt, interactive)
+        code, result, session = _start(
+            cfg, emit, store, record, notes, checkpoints, telemetry, prompt, interactive
+        )
     finally:
         if telemetry is not None:
             telemetry.close()
+    if result is not None:
+        r = result
+        ms = _since(started)
+        emit(
+            Result(
+                r.reason,
+                code,
+                r.answer,
+                r.turns,
+                r.tool_calls,
+                r.input_tokens,
+                r.output_tokens,
+                ms,
+                r.error,
+                session,
+            )
+        )
+    return code
+
+
+def _since(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)
 
 
 def read_piped(stdin: BinaryIO) -> str:
@@ -141,12 +177,14 @@ def _start(
     telemetry: Telemetry | None,
     prompt: str,
     interactive: bool,
-) -> int:
+) -> tuple[int, RunResult | None, str | None]:
+    """The exit code, the run's result for the final `result` event (None: interactive) and the saved
+    session's id (None: none was saved)."""
     try:
         keeper = SessionKeeper(store, record, emit)
     except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
         _fail(exc)
-        return EXIT_USAGE
+        return EXIT_USAGE, RunResult("error", error=str(exc)), None
     try:
         return _run(cfg, emit, keeper, notes, checkpoints, telemetry, prompt, interactive)
     finally:
@@ -162,20 +200,22 @@ def _run(
     telemetry: Telemetry | None,
     prompt: str,
     interactive: bool,
-) -> int:
+) -> tuple[int, RunResult | None, str | None]:
     from aforo.cli.wiring import build_runtime
 
     record, store = keeper.record, keeper.store
     journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
     log = RunLog(keeper, journal)
     try:
-        runtime = build_runtime(cfg, log, journal)
+        with phase(emit, "connecting", cfg.base_url):
+            runtime = build_runtime(cfg, log, journal)
     except ConfigError as exc:
         _fail(exc)
-        return EXIT_USAGE
+        return EXIT_USAGE, RunResult("error", error=str(exc)), None
     except AforoError as exc:
-        emit(RunEnd(RunResult("error", error=str(exc))))
-        return EXIT_CODES["error"]
+        failed = RunResult("error", error=str(exc))
+        emit(RunEnd(failed))
+        return EXIT_CODES["error"], failed, None
     for note in notes + mismatch_warnings(record, cfg.workspace, runtime.model):
         emit(Warning(note))
     keeper.attach(runtime.agent, workspace=cfg.workspace, model=runtime.model, base_url=cfg.base_url)
@@ -187,10 +227,11 @@ def _run(
     if interactive:
         from aforo.cli.repl import start_repl
 
-        return start_repl(keeper, log, runtime.provider, store, cfg.workspace, runtime.model)
+        repl = start_repl(keeper, log, runtime.provider, store, cfg.workspace, runtime.model)
+        return repl, None, record.id
     result = ask(runtime.agent, keeper, log, prompt)
     keeper.save()
-    return EXIT_CODES[result.reason]
+    return EXIT_CODES[result.reason], result, record.id
 
 
 def _fail(exc: Exception) -> None:

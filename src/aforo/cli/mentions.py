@@ -22,9 +22,9 @@ from pathlib import Path
 
 from aforo.context.stages import Cap
 from aforo.errors import ToolError
-from aforo.events import EventSink, ToolEnd, ToolStart
+from aforo.events import EventSink, ToolStart
 from aforo.messages import Message, ToolUse
-from aforo.tool_batch import run_batch
+from aforo.tool_batch import run_batch, tool_end
 from aforo.tools.registry import ToolRegistry
 from aforo.tools.workspace import resolve
 
@@ -90,7 +90,7 @@ def attach(
             continue
         kept.append(outcome)
         emit(ToolStart(outcome.use.id, outcome.use.name, outcome.use.input))
-        emit(ToolEnd(outcome.use.id, outcome.use.name, outcome.duration_ms, True, outcome.truncated))
+        emit(tool_end(outcome, cap.ratio))
     if not kept:
         return Attachments(notes=tuple(notes))
     return Attachments(

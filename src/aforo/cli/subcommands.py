@@ -36,9 +36,11 @@ from aforo.cli.flags import ASK
 from aforo.cli.parsing import Subcommand, SubcommandParser, fail, terminal_width
 from aforo.cli.sanitize import SafeWriter, sanitize
 from aforo.cli.sessions_command import sessions_parser, sessions_run
+from aforo.cli.status import StatusWriter, stderr_status
 from aforo.engine.cli import build_parser as engine_parser
 from aforo.engine.cli import engine_run
 from aforo.errors import ConfigError, LimitExceeded, StoreError
+from aforo.events import Progress
 from aforo.server_kinds import KINDS, SERVER_KINDS
 from aforo.servers.detect import detect_server
 from aforo.servers.probe import run_probe_command
@@ -99,8 +101,17 @@ def probe_run(args: argparse.Namespace) -> int:
     except (ConfigError, LimitExceeded) as exc:
         fail(exc)
         return 2
-    out = sys.stdout if args.json else SafeWriter(sys.stdout)
-    return run_probe_command(cfg.base_url, cfg.model, cfg.server, args.json, out, kinds=KINDS)  # type: ignore[arg-type]
+    # A probe takes minutes: on a terminal the status line says it is still at work between its lines.
+    status = stderr_status(args.json)
+    screen = StatusWriter(sys.stdout, status) if status else sys.stdout
+    out = sys.stdout if args.json else SafeWriter(screen)  # type: ignore[arg-type]
+    if status:
+        status.show(Progress("probing", "the window"))
+    try:
+        return run_probe_command(cfg.base_url, cfg.model, cfg.server, args.json, out, kinds=KINDS)  # type: ignore[arg-type]
+    finally:
+        if status:
+            status.close()
 
 
 # --- models ----------------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from aforo.context.transforms import STAGES, Kind
 from aforo.context.undo import Restore, choose
 from aforo.context.watch import Observation, Watch
 from aforo.errors import ContextOverflowError, RejectedError, StoreError, TransformError
-from aforo.events import ContextAction, EventSink, Warning
+from aforo.events import ContextAction, EventSink, Warning, phase
 from aforo.messages import MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.records import TelemetryRecord, Where
@@ -233,11 +233,12 @@ class Governor:
         or clearing was skipped for want of a checkpoint. Raises TransformError, conversation untouched."""
         names, started = kind.value, time.monotonic()
         try:
-            plan = step()
-            if plan is None:
-                return None
-            checkpoint = self._checkpoint(kind, request, before)
-            outcome = plan(checkpoint) if callable(plan) else plan
+            with phase(self.emit, names.doing):  # the status line: a compaction asks the model
+                plan = step()
+                if plan is None:
+                    return None
+                checkpoint = self._checkpoint(kind, request, before)
+                outcome = plan(checkpoint) if callable(plan) else plan
         except _NotWritten as exc:
             self.emit(
                 Warning(f"Not {names.doing} the conversation: the checkpoint could not be written ({exc}).")

@@ -13,7 +13,7 @@ from aforo.context.counting import Meter
 from aforo.context.overflow import COMMON_WINDOWS, TruncationDetector, Verdict, generation_overflow
 from aforo.context.tokens import Sample, frame_key, impossible
 from aforo.errors import ContextOverflowError, ProviderError
-from aforo.events import EventSink, Warning
+from aforo.events import EventSink, Warning, phase
 from aforo.messages import Message, MessageEnd, Request
 from aforo.protocols import Provider
 from aforo.stream import collect
@@ -99,7 +99,10 @@ class Watch:
         """Measure the new content alone (a max_tokens=1 request) to settle a suspicion."""
         key = frame_key(request)
         try:
-            tokens, self._baseline[key] = measure_new_content(provider, request, new, self._baseline.get(key))
+            with phase(self.emit, "probing", "measuring the new messages"):
+                tokens, self._baseline[key] = measure_new_content(
+                    provider, request, new, self._baseline.get(key)
+                )
         except ProviderError as exc:
             # Unresolved suspicion fails safe: trusting it could mean answering without the task.
             self.emit(Warning(f"Could not measure the new content to check for truncation: {exc}"))

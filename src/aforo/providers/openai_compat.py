@@ -21,7 +21,16 @@ import httpx
 
 from aforo.errors import ConfigError, ProtocolError
 from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
-from aforo.messages import MessageEnd, Request, StopReason, StreamEvent, StreamText, StreamToolCall, Usage
+from aforo.messages import (
+    MessageEnd,
+    Request,
+    StopReason,
+    StreamEvent,
+    StreamProgress,
+    StreamText,
+    StreamToolCall,
+    Usage,
+)
 from aforo.providers.retry import retrying
 from aforo.wire.body import JSON_HEADERS, encode_body
 from aforo.wire.bounded import AnswerBudget, lines, read_body, server_json, sse_data
@@ -88,6 +97,7 @@ class _Answer:
     timings: dict[str, Any] = field(default_factory=dict)
     chunks: int = 0
     served: str = ""  # the `model` the chunks name: what the server says it served
+    progress: StreamProgress | None = None  # llama-server's `prompt_progress`, until it is passed on
 
     def feed(self, chunk: Any) -> list[str]:
         """Absorb one chunk; returns its text deltas."""
@@ -106,6 +116,11 @@ class _Answer:
             self.usage = chunk["usage"]
         if isinstance(chunk.get("timings"), dict):
             self.timings = chunk["timings"]
+        done = chunk.get("prompt_progress")
+        if isinstance(done, dict):
+            self.progress = StreamProgress(
+                _count(done.get("processed")), _count(done.get("total")), _count(done.get("cache"))
+            )
         choices = chunk.get("choices") or []
         if not isinstance(choices, list):
             raise ProtocolError(f"{self.url} sent `choices` that is not a list: {choices!r:.200}")
@@ -150,6 +165,12 @@ class _Answer:
             elif isinstance(args, dict):
                 call.arguments.append(json.dumps(args, ensure_ascii=False))
 
+    def progressed(self) -> Iterator[StreamEvent]:
+        """The prompt progress the last chunk reported, once."""
+        if self.progress is not None:
+            yield self.progress
+            self.progress = None
+
     def end(self) -> Iterator[StreamEvent]:
         """The complete tool calls and the MessageEnd, once the stream is over."""
         if self.chunks == 0:
@@ -185,6 +206,7 @@ class OpenAICompatProvider:
         answer_timeout: float = ANSWER_TIMEOUT.value,
         connect_timeout: float = 10,
         retries: int = 2,
+        extra_body: dict[str, Any] | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"--base-url must start with http:// or https://, got {base_url!r}")
@@ -192,6 +214,7 @@ class OpenAICompatProvider:
         self.model = model
         self.url = f"{self.base_url}/chat/completions"
         self.retries = retries
+        self.extra_body = dict(extra_body or {})  # fields only some servers understand
         self._read_timeout = timeout
         self._answer_timeout = answer_timeout
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -209,7 +232,7 @@ class OpenAICompatProvider:
         self.close()
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
-        body = chat_body(request, stream=True)
+        body = {**chat_body(request, stream=True), **self.extra_body}
         body["model"] = body["model"] or self.model
         # Retry only until the first event: after that the caller has seen part of an answer.
         first, events = retrying(self.retries)(self._open, body, cancel)
@@ -261,6 +284,7 @@ class OpenAICompatProvider:
                         continue
                     for text in answer.feed(self._json(data)):
                         yield StreamText(text)
+                    yield from answer.progressed()
                 yield from answer.end()
         except httpx.TimeoutException as exc:
             if budget.expired():
