@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-real lint fmt bench demo clean
+.PHONY: install test test-fast test-real lint fmt bench canary demo clean
 
 install: $(STAMP)
 
@@ -36,6 +36,11 @@ fmt: install
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# The governor's canaries on the real model, once per lane (README, "Canaries"): two llama-servers at
+# most, one real model at a time on this machine.
+canary: install
+	flock /tmp/aforo-real.lock $(BIN)/python bench/real_canary.py
 
 # `aforo --local` builds the local engine on first use (6-15 minutes on 2 cores), then answers.
 demo: install

@@ -37,7 +37,39 @@ class CanaryResult:
     summary_prompt_tokens: int
 
 
+VERBS = ("load", "save", "parse", "render", "fetch", "merge", "validate", "expire", "refresh", "lookup")
+NOUNS = ("user", "session", "token", "order", "invoice", "cart", "price", "profile", "report", "index")
+LEVELS = ("INFO", "INFO", "INFO", "WARN", "ERROR", "DEBUG")
+EVENTS = (
+    "cache miss key={key}",
+    "cache hit key={key} age={n}s",
+    "evicted key={key} reason=ttl",
+    "request GET /api/{noun}/{n} took {ms} ms",
+    "worker {n} restarted after {ms} ms",
+    "config reloaded: ttl={n}",
+)
+
+
+def _code(rnd: random.Random, i: int) -> str:
+    """A module of small, different cache-using functions, like the code a session reads."""
+    parts = [f'"""Handlers of area {i}."""\n\nfrom app.cache import cache\nfrom app.store import store\n']
+    for _ in range(14):
+        verb, noun, ttl = rnd.choice(VERBS), rnd.choice(NOUNS), rnd.choice((0, 5, 30, 60, 300))
+        parts.append(
+            f"\ndef {verb}_{noun}_{rnd.randint(1, 999)}(req, ttl={ttl}):\n"
+            f'    key = f"{noun}:{{req.id}}:{{req.{rnd.choice(NOUNS)}}}"\n'
+            f"    value = cache.get(key)\n"
+            f"    if value is None or req.{rnd.choice(('fresh', 'force', 'debug'))}:\n"
+            f'        value = store.{verb}("{noun}", req.id)\n'
+            f"        cache.set(key, value, ttl=ttl{rnd.choice(('', ' * 2', ' // 2', ' + 1'))})\n"
+            f"    return value\n"
+        )
+    return "".join(parts)
+
+
 def build_conversation(seed: int = 5) -> list[Message]:
+    """A ~100 KB session: the task (with the marker) first, then tool exchanges of code, JSON and logs
+    that differ from each other as a real session's do."""
     rnd = random.Random(seed)
     messages = [
         Message.user(f"{MARKER}: find why the cache is invalidated on every request. Never edit files.")
@@ -46,17 +78,32 @@ def build_conversation(seed: int = 5) -> list[Message]:
     while conversation_bytes(messages) < TARGET_BYTES:
         kind = i % 3
         if kind == 0:
-            body = "".join(
-                f"def handler_{i}_{n}(req):\n    return cache.get(req.key, {n})\n" for n in range(40)
-            )
+            body = _code(rnd, i)
             use = ToolUse(f"c{i}", "Read", {"file_path": f"src/handlers_{i}.py"})
         elif kind == 1:
-            body = json.dumps([{"key": f"k{n}", "hits": rnd.randint(0, 99), "ttl": 30} for n in range(60)])
+            rows = [
+                {
+                    "key": f"{rnd.choice(NOUNS)}:{rnd.randint(1, 9999)}",
+                    "hits": rnd.randint(0, 999),
+                    "misses": rnd.randint(0, 99),
+                    "ttl": rnd.choice((0, 5, 30, 60, 300)),
+                    "owner": rnd.choice(VERBS),
+                }
+                for _ in range(25)
+            ]
+            body = json.dumps(rows, indent=1)
             use = ToolUse(f"c{i}", "Grep", {"pattern": "ttl", "path": f"data/{i}.json"})
         else:
-            body = "\n".join(
-                f"2026-11-05T10:{n:02d}:00 cache miss key=k{rnd.randint(0, 99)}" for n in range(60)
-            )
+            lines = []
+            for n in range(35):
+                event = rnd.choice(EVENTS).format(
+                    key=f"{rnd.choice(NOUNS)}:{rnd.randint(1, 9999)}",
+                    n=rnd.randint(1, 300),
+                    noun=rnd.choice(NOUNS),
+                    ms=rnd.randint(2, 2500),
+                )
+                lines.append(f"2026-11-05T10:{n:02d}:{rnd.randint(0, 59):02d} {rnd.choice(LEVELS)} {event}")
+            body = "\n".join(lines)
             use = ToolUse(f"c{i}", "Read", {"file_path": f"logs/app_{i}.log"})
         messages += [Message("assistant", (use,)), Message("user", (ToolResult(use.id, body),))]
         i += 1

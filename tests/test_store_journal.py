@@ -33,7 +33,7 @@ def test_every_field_of_a_record_reaches_its_column(tmp_path: Path) -> None:
     values = {
         f.name: n for n, f in enumerate(fields(TelemetryRecord), start=11) if f.name not in ("event", "where")
     }
-    values |= {"duration_ms": 1.5, "cause": "why", "checkpoint": "cp-1"}
+    values |= {"duration_ms": 1.5, "cause": "why", "checkpoint": "cp-1", "lane": "fast", "model_served": "q"}
     store.record(TelemetryRecord("compaction", WHERE, **values))
     (row,) = telemetry.rows()
     assert row["session"] == "s1" and row["event"] == "compaction"

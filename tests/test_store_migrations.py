@@ -134,10 +134,11 @@ def test_a_checkpoint_migration_runs_on_load_and_the_file_is_rewritten_newest(
 ) -> None:
     path = tmp_path / "20250101T000000000000Z-cp1.json"
     path.write_text(json.dumps(CHECKPOINT_V1))
-    monkeypatch.setattr(checkpoints, "MIGRATIONS", Migrations("checkpoint", [tag_goal]))
+    shipped = checkpoints.MIGRATIONS.steps
+    monkeypatch.setattr(checkpoints, "MIGRATIONS", Migrations("checkpoint", [*shipped, tag_goal]))
     cp = load_checkpoint(path)
     assert cp.goal == "[2] Find the retry policy."
-    assert json.loads(encode_checkpoint(cp))["schema_version"] == 2
+    assert json.loads(encode_checkpoint(cp))["schema_version"] == len(shipped) + 2
 
 
 def test_todays_session_file_loads_and_a_newer_one_says_upgrade(tmp_path: Path) -> None:

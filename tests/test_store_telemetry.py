@@ -132,6 +132,8 @@ def test_summary_per_session_and_overall(tmp_path: Path) -> None:
         "recovery": 1,
         "overflow": 0,
         "warning": 0,
+        "model_restored": 0,
+        "model_mismatch": 0,
     }
     assert a["tokens_saved"] == {"clearing": 600, "compaction": 2851, "total": 3451}
     assert a["bytes_saved"]["clearing"] == 3000

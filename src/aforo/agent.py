@@ -19,7 +19,7 @@ from functools import partial
 
 from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
-from aforo.context.watch import loud_overflow_message
+from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, ProviderError, RejectedError, TransformError
 from aforo.events import (
     EventSink,
@@ -141,11 +141,13 @@ class Agent:
 
     def _call(self, turn: int, cancel: threading.Event, totals: _Totals) -> Reply:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
-        gov, force = self.governor, False
+        gov, refused = self.governor, None
         while True:
             try:
-                admitted = gov.admit(self.request(), self.provider, force_compact=force)
+                admitted = gov.admit(self.request(), self.provider, force_compact=refused is not None)
             except (RejectedError, TransformError) as exc:
+                if refused is not None:
+                    raise _End("context_overflow", recovery_failed(refused, exc, gov.summary_lane)) from exc
                 raise _End("context_overflow", str(exc)) from exc
             hold = TextHold(self.tools.names)
             live = partial(self._hold_and_show, hold) if self.live_text else None
@@ -153,10 +155,11 @@ class Agent:
                 reply = collect(self.provider, admitted.request, cancel, live, self.emit)
                 break
             except ContextOverflowError as exc:
-                # One recovery: adopt the window the server named, compact once, retry once.
-                if force or not gov.adopt_window(exc.n_ctx):
+                # One recovery: adopt the window the server named, compact once (on the compaction
+                # lane), retry once.
+                if refused is not None or not gov.recoverable(exc):
                     raise _End("context_overflow", loud_overflow_message(exc)) from exc
-                force = True
+                refused = exc
             except ProviderError as exc:
                 gov.recover(admitted, str(exc))
                 raise _End("error", str(exc)) from exc
@@ -174,6 +177,8 @@ class Agent:
                 count.exact,
                 seen.truncated,
                 seen.context_shift,
+                gov.lane,
+                reply.end.model,
             )
         )
         if seen.truncated:

@@ -74,6 +74,8 @@ class ContextAction:
     after: int
     count: int = 0
     checkpoint: str | None = None
+    lane: str = ""  # the lane that did the work: for a compaction, the one that wrote the summary
+    model: str = ""  # the model that lane's server said served it ("" when it did not say)
     type: Literal["context"] = "context"
 
 
@@ -98,7 +100,21 @@ class TurnEnd:
     truncated: bool = False
     # The server reported prompt + completion beyond the window: it shifted context while generating.
     context_shift: bool = False
+    lane: str = ""
+    model: str = ""  # the model the server said served this answer ("" when it did not say)
     type: Literal["turn_end"] = "turn_end"
+
+
+@dataclass(frozen=True)
+class ModelCheck:
+    """The first answer on the conversation's lane after a summary on another lane: is the model that
+    served it the one the conversation runs on? (SPEC §9). `served` is "" when the server did not say."""
+
+    lane: str
+    expected: str
+    served: str
+    restored: bool
+    type: Literal["model_check"] = "model_check"
 
 
 @dataclass(frozen=True)
@@ -171,6 +187,7 @@ Event = (
     | ContextAction
     | Warning
     | TurnEnd
+    | ModelCheck
     | RunEnd
     | Result
     | Info

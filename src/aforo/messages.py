@@ -182,6 +182,8 @@ class MessageEnd:
     usage: Usage
     stop_reason: StopReason
     timings: dict[str, Any] = field(default_factory=dict)
+    # The model the server says served this answer (its response's own `model`); "" when it does not say.
+    model: str = ""
 
 
 StreamEvent = StreamText | StreamToolCall | StreamProgress | MessageEnd

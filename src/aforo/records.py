@@ -34,6 +34,8 @@ class CheckpointFacts:
     decisions: tuple[Decision, ...] = ()
     evidence: tuple[Evidence, ...] = ()
     next_action: str = ""
+    lane: str = ""  # the conversation's lane
+    model_served: str = ""  # the model its server last said served the conversation ("" unknown)
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,10 @@ class TelemetryRecord:
     duration_ms: float | None = None
     cause: str | None = None
     checkpoint: str | None = None
+    # The lane whose server this record is about (a compaction's: the lane that wrote the summary) and
+    # the model that server said it served; None when no answer says it.
+    lane: str | None = None
+    model_served: str | None = None
 
 
 class Decision(NamedTuple):

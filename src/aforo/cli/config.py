@@ -19,12 +19,14 @@ import os
 import shlex
 import tomllib
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
+from aforo.cli.lanes import LaneConfig, lane_named, main_route, parse_lanes, untrusted_lanes
 from aforo.context.policy import Policy
 from aforo.errors import ConfigError, LimitExceeded, StoreError, ToolError
 from aforo.limits import ANSWER_TIMEOUT, CONFIG_BYTES, READ_TIMEOUT
@@ -77,10 +79,25 @@ class Config:
     # For the user, shown once the renderer exists: what of the project file was ignored, and why.
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    # Lanes (aforo.cli.lanes): named routes, the conversation's lane and where summaries go.
+    lanes: Mapping[str, LaneConfig] = field(default_factory=dict)
+    lane: str | None = None
+    compact_lane: str | None = None
+    compact_model: str | None = None
 
 
 _INT_KEYS = {"context_window", "max_tokens", "max_turns"}
-_STR_KEYS = {"base_url", "model", "server", "tokenizer", "api_key", "engine"}
+_STR_KEYS = {
+    "base_url",
+    "model",
+    "server",
+    "tokenizer",
+    "api_key",
+    "engine",
+    "lane",
+    "compact_lane",
+    "compact_model",
+}
 _FLOAT_KEYS = {
     "checkpoint_session_quota_mb",
     "checkpoint_total_quota_mb",
@@ -144,8 +161,11 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
                     )
                 policy_changes[pkey] = pvalue
             continue
+        if key == "lanes":
+            changes["lanes"] = {**changes.get("lanes", cfg.lanes), **parse_lanes(value, where)}
+            continue
         if key not in _INT_KEYS | _STR_KEYS | _FLOAT_KEYS:
-            known = ", ".join(sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | {"policy", "aliases"}))
+            known = ", ".join(sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | {"policy", "aliases", "lanes"}))
             raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
         changes[key] = _check(key, value, where)
     if "engine" in changes and "base_url" in changes:
@@ -232,10 +252,13 @@ def trust_project(workspace: Path, trust: TrustStore) -> ProjectFile:
     return project
 
 
-def needs_trust(workspace: Path, values: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """What an untrusted project file may set, and the keys it set that need trust."""
-    kept = {k: v for k, v in values.items() if k not in ROUTING_KEYS}
-    needs = [k for k in ROUTING_KEYS if k in values]
+def needs_trust(
+    workspace: Path, values: dict[str, Any], lanes: Mapping[str, LaneConfig] | None = None
+) -> tuple[dict[str, Any], list[str]]:
+    """What an untrusted project file may set, and the keys it set that need trust; `lanes` are the
+    user's, which the file may not pick when they go to another server."""
+    kept, needs = untrusted_lanes({k: v for k, v in values.items() if k not in ROUTING_KEYS}, lanes or {})
+    needs = [k for k in ROUTING_KEYS if k in values] + needs
     tokenizer = values.get("tokenizer")
     if isinstance(tokenizer, str):
         try:
@@ -262,7 +285,9 @@ class _Layer:
     notes: tuple[str, ...] = ()
 
 
-def _project_layer(workspace: Path, trust: TrustStore, trust_now: bool) -> _Layer:
+def _project_layer(
+    workspace: Path, trust: TrustStore, trust_now: bool, lanes: Mapping[str, LaneConfig]
+) -> _Layer:
     """The values of the project file that this workspace's trust allows, with what to tell the user."""
     if trust_now:
         trusted = trust_project(workspace, trust)
@@ -272,7 +297,7 @@ def _project_layer(workspace: Path, trust: TrustStore, trust_now: bool) -> _Laye
     project, unusable = load_project_file(workspace)
     if project is None:
         return _Layer({}, PROJECT_FILE, warnings=(unusable,) if unusable else ())
-    kept, needs = needs_trust(workspace, project.values)
+    kept, needs = needs_trust(workspace, project.values, lanes)
     if not needs:
         return _Layer(kept, str(project.path))
     try:
@@ -373,7 +398,8 @@ def load_config(
     user_file = user_config_path()
     if user_file.is_file():
         cfg = _apply(cfg, _read_user_file(user_file), str(user_file))
-    project = _project_layer(cfg.workspace, trust or TrustStore(), flags.get("trust_workspace") is True)
+    trust_now = flags.get("trust_workspace") is True
+    project = _project_layer(cfg.workspace, trust or TrustStore(), trust_now, cfg.lanes)
     cfg = _apply(cfg, project.values, project.where)
     env_values = _env_values(env)
     cfg = _apply(cfg, env_values, "environment")
@@ -388,6 +414,7 @@ def load_config(
         cfg = replace(cfg, context_window_source="--context-window")
     if "base_url" in given:
         cfg = replace(cfg, base_url_source="--base-url")
+    cfg = _with_lane(cfg, set(env_values) | set(given))
     if cfg.base_url_source == "default":
         cfg = _conventions(cfg, env)
     api_key = env.get("AFORO_API_KEY") or env.get("OPENAI_API_KEY") or cfg.api_key
@@ -396,8 +423,29 @@ def load_config(
     return replace(
         cfg,
         model=cfg.aliases.get(cfg.model, cfg.model) if cfg.model else cfg.model,
+        compact_model=cfg.aliases.get(cfg.compact_model, cfg.compact_model) if cfg.compact_model else None,
         api_key=api_key,
         json=bool(flags.get("json") is True),
         warnings=project.warnings,
         notes=project.notes,
+    )
+
+
+def _with_lane(cfg: Config, explicit: set[str]) -> Config:
+    """The conversation's lane's server, model and window, where the environment or a flag does not
+    set them (aforo.cli.lanes); the compaction lane is checked to exist now, resolved when wired."""
+    window = (cfg.context_window, cfg.context_window_source)
+    route = main_route(cfg.lanes, cfg.lane, cfg.base_url, cfg.model, window, explicit)
+    if cfg.compact_lane is not None:
+        lane_named(cfg.lanes, cfg.compact_lane, "compact_lane")
+    # A lane that chose the server came from a trusted file (aforo.cli.lanes.untrusted_lanes).
+    chose = route.base_url != cfg.base_url
+    source = cfg.lanes[route.name].where if chose else cfg.base_url_source
+    return replace(
+        cfg,
+        base_url=route.base_url,
+        base_url_source=source,
+        model=route.model,
+        context_window=route.context_window,
+        context_window_source=route.context_window_source,
     )

@@ -89,6 +89,15 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
     )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
+    parser.add_argument("--lane", default=NOT_GIVEN, help="the [lanes.NAME] the conversation runs on")
+    parser.add_argument(
+        "--compact-lane", default=NOT_GIVEN, help="the [lanes.NAME] summary requests go to (compaction)"
+    )
+    parser.add_argument(
+        "--compact-model",
+        default=NOT_GIVEN,
+        help="the model summary requests ask for, on the compaction lane's server (default: this one's)",
+    )
     parser.add_argument(
         "--json", action="store_true", help="print the event stream as JSON lines (docs/json-events.md)"
     )
@@ -125,6 +134,9 @@ CONFIG_FLAGS = (
     "tokenizer",
     "read_timeout",
     "answer_timeout",
+    "lane",
+    "compact_lane",
+    "compact_model",
 )
 
 

@@ -20,6 +20,7 @@ from aforo.events import (
     ContextAction,
     Event,
     Info,
+    ModelCheck,
     Progress,
     RunEnd,
     TextDelta,
@@ -145,6 +146,9 @@ class HumanRenderer:
                 self._show(Progress("idle"))
         elif isinstance(event, ContextAction):
             self._line(self._context_text(event), "magenta")
+        elif isinstance(event, ModelCheck) and event.restored:
+            # A mismatch comes as a Warning naming both models.
+            self._line(f"~ model restored on lane {event.lane}: {event.served}", "magenta")
         elif isinstance(event, Warning):
             self._line(f"! {event.message}", "yellow", err=True)
         elif isinstance(event, RunEnd):
@@ -174,6 +178,11 @@ class HumanRenderer:
         ]
         if f.get("answers") == "held":
             lines.append(HELD_NOTE.format(server=f.get("server")))
+        if "compact_lane" in f:
+            lines.append(
+                f"summaries: lane {f['compact_lane']}, {f.get('compact_model')} ({f.get('compact_server')}), "
+                f"window {f.get('compact_window')}, counts by {f.get('compact_counter')}"
+            )
         return lines
 
     @staticmethod

@@ -1,17 +1,29 @@
-"""Build a runnable assistant from a Config: ask the server what it is, settle the window, pick the
-provider and the best token counter, and hand everything to the agent. No policy lives here."""
+"""Build a runnable assistant from a Config: for each lane, ask its server what it is, settle its window,
+pick its provider and its best token counter; then hand everything to the agent. No policy lives here.
+
+The conversation runs on one lane; summary requests may go to another (`compact_lane`, `--compact-model`,
+see aforo.cli.lanes), wired the same way with its own window, counter and detection. A lane the
+configuration defines is checked before anything runs: its server answers, has its model, and has room
+for a summary request; each failure is a ConfigError naming the lane.
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 import httpx
 
 from aforo.agent import Agent
 from aforo.cli.config import Config
+from aforo.cli.lanes import Route, compact_route
 from aforo.context.budget import Budget
+from aforo.context.compaction import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
+from aforo.context.counting import Meter
 from aforo.context.governor import Governor
+from aforo.context.lanes import DEFAULT_LANE, Lane
 from aforo.errors import ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.prompt import system_prompt
@@ -23,6 +35,7 @@ from aforo.servers.kind import ServerInfo, ServerKind, kind_named
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
 from aforo.tools.registry import default_registry
+from aforo.wire.http import DISCOVERY_TIMEOUT
 
 
 @dataclass
@@ -34,24 +47,48 @@ class Runtime:
     model: str
 
 
-def build_runtime(
-    cfg: Config, emit: EventSink, journal: Journal, *, kinds: Sequence[ServerKind] = KINDS
-) -> Runtime:
-    client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0))
-    server = detect_server(client, cfg.base_url, cfg.server, kinds=kinds, model=cfg.model)
+@dataclass(frozen=True)
+class OpenLane:
+    """One lane, wired: its server, model, window, provider and counter."""
+
+    route: Route
+    server: ServerInfo
+    kind: ServerKind
+    model: str
+    budget: Budget
+    window_source: str
+    provider: Provider
+    counter: TokenCounter | None
+    window_known: bool
+
+
+def open_lane(
+    client: httpx.Client,
+    route: Route,
+    cfg: Config,
+    emit: EventSink,
+    kinds: Sequence[ServerKind],
+    *,
+    hint: str | None,
+    tokenizer: Path | None = None,
+) -> OpenLane:
+    """Wire one lane; `hint` is its server's kind when already known (skips detection)."""
+    server = detect_server(client, route.base_url, hint, kinds=kinds, model=route.model)
     kind = kind_named(kinds, server.kind)
-    model = cfg.model or (server.models[0] if len(server.models) == 1 else None)
+    if route.configured:
+        _check_served(client, route, server)
+    model = route.model or (server.models[0] if len(server.models) == 1 else None)
     if model is None:
         listed = f" The server lists: {', '.join(server.models[:10])}." if server.models else ""
         raise ConfigError(f"no model given: pass --model NAME (or set AFORO_MODEL).{listed}")
     served, served_src = server.served_window, server.window_detail or None
-    if kind.sets_window and cfg.context_window:
+    if kind.sets_window and route.context_window:
         # The adapter sends the window itself: the configured window is what the server will serve.
         served, served_src = None, None
     remembered = ProbeStore().load(server.root_url, model)
     resolution = resolve_window(
-        cfg.context_window,
-        cfg.context_window_source,
+        route.context_window,
+        route.context_window_source,
         served,
         served_src,
         remembered.window if remembered else None,
@@ -68,28 +105,94 @@ def build_runtime(
         read_timeout=cfg.read_timeout,
         answer_timeout=cfg.answer_timeout,
     )
-    counter = make_counter(kind.counter, client, server.root_url, model, cfg.tokenizer)
-    window_known = served is not None or remembered is not None
-    governor = Governor(
-        budget=budget,
-        policy=cfg.policy,
-        journal=journal,
-        emit=emit,
-        counter=counter,
-        model=model,
-        server=server.kind,
-        window_known=window_known,
+    counter = make_counter(kind.counter, client, server.root_url, model, tokenizer)
+    known = served is not None or remembered is not None
+    return OpenLane(route, server, kind, model, budget, resolution.source, provider, counter, known)
+
+
+def _check_served(client: httpx.Client, route: Route, server: ServerInfo) -> None:
+    """A configured lane's server must answer and have its model."""
+    if not server.models:
+        try:
+            client.get(f"{server.v1_url}/models", timeout=DISCOVERY_TIMEOUT)
+        except httpx.TransportError as exc:
+            raise ConfigError(
+                f"lane {route.name!r}: no server answers at {route.base_url} ({type(exc).__name__}). "
+                f"Start it, or fix the lane's base_url."
+            ) from exc
+    model = route.model
+    if model and server.models and model not in server.models and f"{model}:latest" not in server.models:
+        raise ConfigError(
+            f"lane {route.name!r}: the server at {route.base_url} does not have the model {model!r}; it "
+            f"lists {', '.join(server.models[:10])}. Fix the lane's model (or load that model there)."
+        )
+
+
+def _check_summary_room(lane: OpenLane, meter: Meter) -> None:
+    """The compaction lane's window must hold the smallest summary request and a summary's minimum."""
+    smallest = summary_request(lane.model, [], lane.budget.reserve, None, MIN_SUMMARY_WORDS)
+    needs, budget = meter.count(smallest).tokens, lane.budget
+    if needs > budget.available or budget.reserve < math.ceil(MIN_SUMMARY_WORDS / WORDS_PER_TOKEN):
+        raise ConfigError(
+            f"lane {lane.route.name!r}: its window of {budget.window} tokens ({lane.window_source}) cannot "
+            f"hold a summary request: even an empty one needs {needs} tokens plus room for a summary of "
+            f"{MIN_SUMMARY_WORDS} words, and {budget.available} are left after reserving {budget.reserve} "
+            "for the answer. Give that lane a larger context_window, or compact on another lane."
+        )
+
+
+def _compaction_lane(
+    main: OpenLane, cfg: Config, emit: EventSink, client: httpx.Client, kinds: Sequence[ServerKind]
+) -> Lane | None:
+    route = compact_route(cfg.lanes, cfg.compact_lane, cfg.compact_model, main.route)
+    if route is None:
+        return None
+    if route.model is not None:  # a lane's model may be one of the config's aliases too
+        route = replace(route, model=cfg.aliases.get(route.model, route.model))
+    # On the conversation's server it is the same kind; another server is detected on its own.
+    same = route.base_url == main.route.base_url
+    side = open_lane(client, route, cfg, emit, kinds, hint=main.server.kind if same else None)
+    meter = Meter(side.counter, emit)
+    _check_summary_room(side, meter)
+    return Lane(route.name, side.model, side.server.kind, side.provider, side.budget, meter)
+
+
+def build_runtime(
+    cfg: Config, emit: EventSink, journal: Journal, *, kinds: Sequence[ServerKind] = KINDS
+) -> Runtime:
+    client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0))
+    route = Route(
+        cfg.lane or DEFAULT_LANE,
+        cfg.base_url,
+        cfg.model,
+        cfg.context_window,
+        cfg.context_window_source,
+        configured=cfg.lane is not None,
     )
+    main = open_lane(client, route, cfg, emit, kinds, hint=cfg.server, tokenizer=cfg.tokenizer)
+    compaction = _compaction_lane(main, cfg, emit, client, kinds)
     # Answers stream, and a truncated one is marked discarded afterwards; only where a silent truncation
     # is likely (a server that does not refuse, with a window nobody measured) are they held until
     # checked.
-    live = kind.loud or window_known
+    live = main.kind.loud or main.window_known
+    governor = Governor(
+        budget=main.budget,
+        policy=cfg.policy,
+        journal=journal,
+        emit=emit,
+        counter=main.counter,
+        model=main.model,
+        server=main.server.kind,
+        window_known=main.window_known,
+        lane=route.name,
+        compaction=compaction,
+    )
     registry = default_registry(cfg.workspace)
     prompt = system_prompt(cfg.workspace)
     for warning in prompt.warnings:
         emit(Warning(warning))
     agent = Agent(
-        provider=provider,
+        provider=main.provider,
         tools=registry,
         governor=governor,
         system=prompt.parts,
@@ -98,19 +201,28 @@ def build_runtime(
         temperature=cfg.temperature,
         live_text=live,
     )
-    emit(
-        Info(
-            {
-                "workspace": str(cfg.workspace),
-                "model": model,
-                "server": server.kind,
-                "base_url": server.root_url,
-                "window": budget.window,
-                "window_source": resolution.source,
-                "reserve": budget.reserve,
-                "counter": counter.name if counter else "estimate",
-                "answers": "streamed" if live else "held",
-            }
-        )
-    )
-    return Runtime(agent, server, provider, counter, model)
+    emit(Info({**_info(cfg, main, compaction), "answers": "streamed" if live else "held"}))
+    return Runtime(agent, main.server, main.provider, main.counter, main.model)
+
+
+def _info(cfg: Config, main: OpenLane, compaction: Lane | None) -> dict[str, object]:
+    fields: dict[str, object] = {
+        "workspace": str(cfg.workspace),
+        "lane": main.route.name,
+        "model": main.model,
+        "server": main.server.kind,
+        "base_url": main.server.root_url,
+        "window": main.budget.window,
+        "window_source": main.window_source,
+        "reserve": main.budget.reserve,
+        "counter": main.counter.name if main.counter else "estimate",
+    }
+    if compaction is not None:
+        fields |= {
+            "compact_lane": compaction.name,
+            "compact_model": compaction.model,
+            "compact_server": compaction.server,
+            "compact_window": compaction.budget.window,
+            "compact_counter": compaction.meter.name,
+        }
+    return fields

@@ -6,16 +6,19 @@ first, oldest first, then long assistant prose; the user's messages are never cu
 the ledger (requests, constraints, evidence) verbatim next to the model's summary, and a recent tail
 of complete tool pairs, so the conversation stays well-formed and the task survives.
 
-Every failure raises CompactionError before the live conversation is touched. The summary request is
-itself checked for silent truncation (a summary of a truncated input would replace the history with
-something that lost the task). `compact` works on the plain values of a `Room`, never on the governor.
+Every failure raises CompactionError before the live conversation is touched. The summary request goes
+to the Room's `Summarizer` lane (the conversation's own, or `compact_lane`): it is sized for THAT lane's
+window and counter, and checked for silent truncation against that lane's calibration (a summary of a
+truncated input would replace the history with something that lost the task); the compacted result
+must fit the conversation's own window. `compact` works on the plain values of a `Room`, never on the
+governor.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 
 from aforo.context.ledger import (
@@ -137,6 +140,7 @@ def fit_summary_request(
     max_tokens: int,
     count: Callable[[Request], int],
     instructions: str | None = None,
+    lane: str = "",
 ) -> tuple[Request, int]:
     """The largest faithful summary request whose prompt fits `available` tokens, and its count.
 
@@ -174,11 +178,13 @@ def fit_summary_request(
         target = max(1, target - max(0, tokens - available))
     if tokens <= available:
         return request, tokens
+    on = f" on lane {lane!r}" if lane else ""
     raise CompactionError(
         f"the summary request still needs {tokens} tokens after dropping every re-runnable tool output, "
         "shortening the assistant's messages and the tool calls, "
-        f"more than the {available} available; the user's own messages are never cut, so nothing was "
-        "compacted. Start a new conversation (/clear) or raise the context window (--context-window)."
+        f"more than the {available} available{on}; the user's own messages are never cut, so nothing was "
+        "compacted. Start a new conversation (/clear) or raise the context window (--context-window"
+        + (", or that lane's context_window)." if lane else ").")
     )
 
 
@@ -238,33 +244,38 @@ def compact(room: Room) -> Plan | None:
         return None
     if not answered:
         raise CompactionError("there is nothing to compact yet (no answer from the model so far)")
+    lane = room.summary
     summary_req, summary_tokens = fit_summary_request(
-        room.request.model,
+        lane.model,
         messages,
-        available=room.budget.available,
-        max_tokens=room.budget.reserve,
-        count=lambda r: room.count(r).tokens,
+        available=lane.budget.available,
+        max_tokens=lane.budget.reserve,
+        count=lambda r: lane.count(r).tokens,
         instructions=room.instructions,
+        lane=lane.lane,
     )
+    # Sampled like the conversation: a user who asked for --temperature 0 gets repeatable summaries too.
+    summary_req = replace(summary_req, temperature=room.request.temperature)
     return partial(_summarize, room, summary_req, summary_tokens)
 
 
 def _summarize(room: Room, summary_req: Request, summary_tokens: int, checkpoint: str | None) -> Outcome:
     messages = list(room.request.messages)
-    before, available = room.before.tokens, room.budget.available
+    before, available, lane = room.before.tokens, room.budget.available, room.summary
     try:
-        reply = room.summarize(summary_req)
+        reply = lane.ask(summary_req)
     except ProviderError as exc:
-        raise CompactionError(f"the summary request failed: {exc}") from exc
+        raise CompactionError(f"the summary request failed on lane {lane.lane!r}: {exc}") from exc
     sent = Sample(reply.end.usage.prompt_tokens, estimate_request(summary_req))
-    expected = room.ratio * sent.estimate
-    if looks_truncated(room.prev, sent, OVERFLOW_MIN_GROWTH_COMPACT) or (
+    expected = lane.ratio * sent.estimate
+    if looks_truncated(lane.prev, sent, OVERFLOW_MIN_GROWTH_COMPACT) or (
         sent.tokens > 0 and sent.tokens < SUMMARY_MIN_REPORTED_SHARE * expected
     ):
         raise CompactionError(
-            f"the server truncated the summary request ({sent.tokens} prompt tokens reported for about "
-            f"{round(expected)} expected), so the summary would miss part of the conversation; the "
-            "conversation was left as it was. Set the real context window with --context-window."
+            f"the server of lane {lane.lane!r} truncated the summary request ({sent.tokens} prompt tokens "
+            f"reported for about {round(expected)} expected), so the summary would miss part of the "
+            "conversation; the conversation was left as it was. Set that lane's real context window "
+            "(--context-window, or its context_window)."
         )
     if reply.end.stop_reason in ("max_tokens", "refusal"):
         raise CompactionError(
@@ -274,6 +285,7 @@ def _summarize(room: Room, summary_req: Request, summary_tokens: int, checkpoint
         )
     if not reply.text.strip():
         raise CompactionError("the model returned an empty summary; the conversation was left as it was")
+    lane.calibrate(sent)
     ledger = build_ledger(messages)
     missing = ledger.missing_from(reply.text)
     tail = keep_tail(messages, int(TAIL_SHARE * available), room.estimate)
@@ -297,4 +309,6 @@ def _summarize(room: Room, summary_req: Request, summary_tokens: int, checkpoint
         after,
         cause=f"re-attached verbatim {len(missing)} ledger items the summary missed" if missing else None,
         summary_tokens=summary_tokens,
+        lane=lane.lane,
+        served=reply.end.model,
     )

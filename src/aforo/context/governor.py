@@ -4,7 +4,9 @@ Before a call it runs the stages (clear, compact) and refuses locally what still
 the watch decides whether the server silently dropped part of the prompt. Every transformation goes
 through one pipeline, `_apply`: checkpoint first, transform in memory, then event, telemetry and
 `Conversation.replace`; on failure a rejection record, and the conversation is left as it was.
-Helpers get plain values (`Room`), never the governor.
+Helpers get plain values (`Room`), never the governor. Summary requests go to the compaction lane when
+one is set (`aforo.context.lanes`), and the next answer on the conversation's lane is checked for the
+model it was served by.
 """
 
 from __future__ import annotations
@@ -20,15 +22,16 @@ from aforo.context.compaction import compact
 from aforo.context.conversation import Conversation
 from aforo.context.counting import Meter
 from aforo.context.dropped import Dropped, dropped
+from aforo.context.lanes import DEFAULT_LANE, Lane, Served
 from aforo.context.ledger import checkpoint_facts
-from aforo.context.plan import Admitted, Applied, Outcome, Plan, Room
+from aforo.context.plan import Admitted, Applied, Outcome, Plan, Room, Summarizer
 from aforo.context.policy import Policy
 from aforo.context.stages import Cap
 from aforo.context.tokens import Count, conversation_bytes
 from aforo.context.transforms import STAGES, Kind
 from aforo.context.undo import Restore, choose
 from aforo.context.watch import Observation, Watch
-from aforo.errors import RejectedError, StoreError, TransformError
+from aforo.errors import ContextOverflowError, RejectedError, StoreError, TransformError
 from aforo.events import ContextAction, EventSink, Warning, phase
 from aforo.messages import MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
@@ -52,11 +55,16 @@ class Governor:
         model: str = "",
         server: str = "",
         window_known: bool = False,
+        lane: str = DEFAULT_LANE,
+        compaction: Lane | None = None,
     ) -> None:
         self.policy = policy
         self.journal = journal
         self.emit = emit
         self.model, self.server = model, server
+        # The conversation's lane, and the one summary requests go to instead (None: this one).
+        self.lane, self.compaction = lane, compaction
+        self.served = Served(lane, model)
         self._budget = budget
         self.meter = Meter(counter, emit)
         self.watch = Watch(self.meter, emit, window_known=window_known)
@@ -69,6 +77,11 @@ class Governor:
     @property
     def budget(self) -> Budget:
         return self._budget
+
+    @property
+    def summary_lane(self) -> str:
+        """The lane summary requests go to."""
+        return self.compaction.name if self.compaction is not None else self.lane
 
     def count(self, request: Request) -> Count:
         return self.meter.count(request)
@@ -105,17 +118,28 @@ class Governor:
             except TransformError as exc:
                 self.emit(Warning(f"{kind.value.event.capitalize()} failed: {exc}"))
                 if force_compact:
+                    # The recovery failed: what an earlier stage of it changed is put back too.
+                    back = request.messages if checkpoint else None
+                    self.recover(Admitted(room.request, room.before, back, checkpoint), str(exc))
                     raise
                 continue
             if applied is not None:
                 checkpoint = applied.checkpoint
-                room = replace(room, request=applied.request, before=applied.after, prev=self.watch.prev)
+                room = replace(
+                    room, request=applied.request, before=applied.after, summary=self._summarizer(provider)
+                )
         count = room.before
         if count.tokens > self._budget.available:
             self.journal.record(self._row("rejection", count, count, started, "does_not_fit"))
             raise RejectedError(self._budget.refusal(count.tokens, count.exact), cause="does_not_fit")
         self.journal.record(self._row("admission", count, count, started))
         return Admitted(room.request, count, request.messages if checkpoint else None, checkpoint)
+
+    def recoverable(self, exc: ContextOverflowError) -> bool:
+        """The conversation's lane refused a request as too long: is one recovery (compact once, on the
+        compaction lane, and retry once) worth it? Yes when the server named a smaller window, now adopted,
+        or when summaries go to another lane, whose window the refusal says nothing against."""
+        return self.adopt_window(exc.n_ctx) or self.compaction is not None
 
     def adopt_window(self, real: int | None) -> bool:
         """Take the window a server named in its "too long" error, if smaller, and say so. False: none."""
@@ -142,6 +166,17 @@ class Governor:
     def observe(self, admitted: Admitted, end: MessageEnd, provider: Provider) -> Observation:
         exact = admitted.count.tokens if admitted.count.exact else None
         seen = self.watch.observe(admitted.request, end, provider, exact, self._budget.window)
+        verdict = self.served.answer(end.model)
+        if verdict is not None:
+            self.emit(verdict.check)
+            if verdict.warning is not None:
+                self.emit(Warning(verdict.warning))
+            served = end.model or None
+            self.journal.record(
+                TelemetryRecord(
+                    verdict.event, self._where(), cause=verdict.cause, lane=self.lane, model_served=served
+                )
+            )
         if seen.truncated:
             sample = seen.sample
             self.journal.record(
@@ -152,6 +187,8 @@ class Governor:
                     tokens_exact=exact,
                     tokens_after=sample.tokens,
                     cause=seen.reason,
+                    lane=self.lane,
+                    model_served=end.model or None,
                 )
             )
         return seen
@@ -215,7 +252,10 @@ class Governor:
             raise
         result = request.with_messages(outcome.messages)
         named = outcome.source or checkpoint
-        self.emit(ContextAction(names.action, before.tokens, outcome.after.tokens, outcome.count, named))
+        # Who did the work: the lane that wrote a summary, else the conversation's own.
+        lane, served = (outcome.lane, outcome.served) if outcome.lane else (self.lane, self.served.last)
+        after = outcome.after.tokens
+        self.emit(ContextAction(names.action, before.tokens, after, outcome.count, named, lane, served))
         row = self._row(names.event, before, outcome.after, started, outcome.cause)
         self.journal.record(
             replace(
@@ -224,9 +264,12 @@ class Governor:
                 summary_tokens=outcome.summary_tokens,
                 bytes_before=conversation_bytes(request.messages),
                 bytes_after=conversation_bytes(outcome.messages),
+                lane=lane,
+                model_served=served or None,
             )
         )
         self.conversation.replace(outcome.messages)
+        self.served.summary_on(lane)
         return Applied(result, outcome.after, checkpoint)
 
     def _checkpoint(self, kind: Kind, request: Request, before: Count) -> str | None:
@@ -234,7 +277,11 @@ class Governor:
         # An undo from an empty conversation has nothing to keep.
         if reason is None or (kind is Kind.UNDO and not request.messages):
             return None
-        facts = checkpoint_facts(reason, request.messages, before.tokens, self._where())
+        facts = replace(
+            checkpoint_facts(reason, request.messages, before.tokens, self._where()),
+            lane=self.lane,
+            model_served=self.served.last,
+        )
         try:
             checkpoint = self.journal.checkpoint(request.messages, facts)
         except StoreError as exc:
@@ -252,12 +299,26 @@ class Governor:
             self._budget,
             self.policy,
             self.meter.count,
-            partial(collect, provider),
             self.meter.estimates.of,
-            self.watch.prev,
-            self.meter.calibration.ratio,
+            self._summarizer(provider),
             force,
             instructions,
+        )
+
+    def _summarizer(self, provider: Provider) -> Summarizer:
+        """Where a summary request goes: the compaction lane, else this lane with its own numbers."""
+        if self.compaction is not None:
+            return self.compaction.summarizer()
+        return Summarizer(
+            self.lane,
+            self.model or provider.model,
+            self._budget,
+            self.meter.count,
+            partial(collect, provider),
+            self.meter.calibration.ratio,
+            self.watch.prev,
+            # Summaries on the conversation's lane leave its calibration to the conversation's answers.
+            lambda _sample: None,
         )
 
     def _where(self) -> Where:
@@ -275,4 +336,6 @@ class Governor:
             tokens_estimated=after.estimated,
             duration_ms=round((time.monotonic() - started) * 1000, 3),
             cause=cause,
+            lane=self.lane,
+            model_served=self.served.last or None,
         )

@@ -1,7 +1,8 @@
 """What a transformation of the conversation sees and what it produces: plain values, never the governor.
 
-A stage gets a `Room` (the request, its count, the budget, the policy and two callables: count a
-request, ask the model for a summary) and returns a `Plan`, or None when it has nothing to do. A plan
+A stage gets a `Room` (the request, its count, the budget, the policy, a callable that counts a request,
+and the `Summarizer`: the lane summary requests go to, with that lane's own window, counter and call)
+and returns a `Plan`, or None when it has nothing to do. A plan
 is what replaces the conversation (an `Outcome`), or a function that makes it once the checkpoint is
 written (compaction names the checkpoint in the summary it writes). Everything around that (checkpoint
 first, events, telemetry, adopting the result) is the governor's one pipeline.
@@ -20,16 +21,31 @@ from aforo.stream import Reply
 
 
 @dataclass(frozen=True)
+class Summarizer:
+    """The lane a summary request goes to (the conversation's own, or `compact_lane`): the request must
+    fit ITS window, is counted by ITS counter, and is checked against ITS calibration (SPEC §9)."""
+
+    lane: str
+    model: str  # what the summary request names
+    budget: Budget  # the request must fit `available`; `reserve` is the summary's output limit
+    count: Callable[[Request], Count]
+    ask: Callable[[Request], Reply]
+    ratio: float  # that lane's calibrated tokens/estimate
+    prev: Sample | None  # that lane's last good sample while the conversation grows (None on another lane)
+    calibrate: Callable[[Sample], None]  # a summary request the lane measured well calibrates it
+
+
+@dataclass(frozen=True)
 class Room:
+    """The conversation's numbers (its window, counter and estimates) and where summaries go."""
+
     request: Request
     before: Count
     budget: Budget
     policy: Policy
     count: Callable[[Request], Count]
-    summarize: Callable[[Request], Reply]
     estimate: Callable[[Message], int]  # raw tokens of one message (cached)
-    prev: Sample | None  # the last sample judged good, if growth has not restarted since
-    ratio: float  # the calibrated tokens/estimate
+    summary: Summarizer
     force: bool = False  # compact even below the threshold (/compact, or a loud overflow)
     instructions: str | None = None  # the user's instructions for the summary (/compact ...)
 
@@ -44,6 +60,8 @@ class Outcome:
     source: str | None = None  # the checkpoint restored from, when it is not the one just written
     cause: str | None = None
     summary_tokens: int | None = None
+    lane: str | None = None  # the lane whose server did the work, when it is not the conversation's own
+    served: str = ""  # the model that server said served it
 
 
 Plan = Outcome | Callable[[str | None], Outcome]

@@ -145,6 +145,17 @@ def silent_overflow_message(verdict: Verdict) -> str:
     )
 
 
+def recovery_failed(refused: ContextOverflowError, failure: Exception, lane: str) -> str:
+    """Why a run ends when the one recovery from a loud refusal failed (SPEC §5, §9)."""
+    where = f" (server window {refused.n_ctx} tokens)" if refused.n_ctx else ""
+    return (
+        f"The server refused the request as too long{where}, and the one recovery (a compaction with "
+        f"summaries on lane {lane!r}) did not make it fit: {failure} The conversation is as it was before "
+        "the recovery (nothing it changed was kept). Fix: set the real window with --context-window N, "
+        "point compact_lane at a lane with more room, or start a new conversation."
+    )
+
+
 def loud_overflow_message(exc: ContextOverflowError) -> str:
     where = f" (server window {exc.n_ctx} tokens)" if exc.n_ctx else ""
     return (

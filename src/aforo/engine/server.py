@@ -75,7 +75,14 @@ def healthy(root_url: str, timeout: float = 2.0) -> bool:
 
 
 def launch(
-    binary: Path, model_path: Path, alias: str, ctx: int, logs: Path, *, slots: Path | None = None
+    binary: Path,
+    model_path: Path,
+    alias: str,
+    ctx: int,
+    logs: Path,
+    *,
+    slots: Path | None = None,
+    threads: int | None = None,
 ) -> Server:
     """Start llama-server on a free loopback port and wait until /health answers 200.
 
@@ -83,13 +90,15 @@ def launch(
     /slots/0?action=erase`) before a sequence of requests. A prompt that shares a prefix with a cached
     one is only partly recomputed, in another batch layout, and greedy answers then depend on which
     requests came before (measured: the same /compact gave summaries of 954, 1 000 and 1 900 tokens).
+    `threads`: every core by default; two servers on one machine take one each, or both slow down.
     """
     logs.mkdir(parents=True, exist_ok=True)
     for _attempt in range(3):
         port = free_port()
         log = logs / f"server-{port}.log"
         # -np 1: the default splits the KV cache among slots while still advertising the whole window.
-        cmd = [str(binary), "-m", str(model_path), "-c", str(ctx), "-np", "1", "-t", str(os.cpu_count() or 2)]
+        cores = threads or os.cpu_count() or 2
+        cmd = [str(binary), "-m", str(model_path), "-c", str(ctx), "-np", "1", "-t", str(cores)]
         cmd += ["--host", "127.0.0.1", "--port", str(port), "--no-webui", "--jinja", "--alias", alias]
         if slots is not None:
             slots.mkdir(parents=True, exist_ok=True)

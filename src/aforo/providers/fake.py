@@ -42,6 +42,7 @@ class FakeTurn:
     tool_calls: Sequence[tuple[str, dict[str, Any] | str]] = ()
     stop_reason: StopReason | None = None
     error: Exception | None = None
+    served: str | None = None  # the model the answer says served it; None: the one the request named
 
 
 class FakeScriptExhausted(ProviderError):
@@ -122,4 +123,5 @@ class FakeProvider:
         yield from calls
         stop: StopReason = turn.stop_reason or ("tool_use" if calls else "end_turn")
         usage = Usage(self.input_tokens(request), output_tokens=estimate_text(produced))
-        yield MessageEnd(usage if self.report_usage else Usage(), stop)
+        served = turn.served if turn.served is not None else (request.model or self.model)
+        yield MessageEnd(usage if self.report_usage else Usage(), stop, model=served)

@@ -256,7 +256,8 @@ class OllamaProvider:
             for k in ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
             if isinstance(chunk.get(k), int)
         }
-        return MessageEnd(usage, reason, timings)
+        served = chunk.get("model")
+        return MessageEnd(usage, reason, timings, served if isinstance(served, str) else "")
 
     def _status_error(
         self, status: int, body: str, model: str, headers: Mapping[str, str] | None = None

@@ -96,6 +96,7 @@ class _Answer:
     usage: dict[str, Any] | None = None
     timings: dict[str, Any] = field(default_factory=dict)
     chunks: int = 0
+    served: str = ""  # the `model` the chunks name: what the server says it served
     progress: StreamProgress | None = None  # llama-server's `prompt_progress`, until it is passed on
 
     def feed(self, chunk: Any) -> list[str]:
@@ -109,6 +110,8 @@ class _Answer:
             status = code if isinstance(code, int) and code >= 400 else 500
             raise status_error(status, json.dumps(chunk), url=self.url, model=self.model)
         self.chunks += 1
+        if not self.served and isinstance(chunk.get("model"), str):
+            self.served = chunk["model"]
         if isinstance(chunk.get("usage"), dict):
             self.usage = chunk["usage"]
         if isinstance(chunk.get("timings"), dict):
@@ -185,7 +188,7 @@ class _Answer:
         reason = FINISH_REASONS.get(self.finish, "end_turn")
         if self.calls and reason == "end_turn":
             reason = "tool_use"
-        yield MessageEnd(usage_from_openai(self.usage), reason, dict(self.timings))
+        yield MessageEnd(usage_from_openai(self.usage), reason, dict(self.timings), self.served)
 
 
 class OpenAICompatProvider:
@@ -318,6 +321,7 @@ class OpenAICompatProvider:
             "choices": [{"index": 0, "delta": delta, "finish_reason": choices[0].get("finish_reason")}],
             "usage": data.get("usage"),
             "timings": data.get("timings"),
+            "model": data.get("model"),
         }
         for piece in answer.feed(chunk):
             yield StreamText(piece)

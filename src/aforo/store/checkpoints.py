@@ -27,16 +27,22 @@ from aforo.store.paths import ensure_dir
 from aforo.store.redact import redact_obj
 
 KIND = "aforo.checkpoint"
-# Each takes a checkpoint dict one shape further (see store/migrations.py); none yet, so checkpoint
-# files are at schema 1, the shape of the first aforo that wrote them.
+# Each takes a checkpoint dict one shape further (see store/migrations.py).
 MIGRATIONS: Migrations[DocumentStep] = Migrations("checkpoint")
+
+
+@MIGRATIONS
+def m001_lane_model_served(data: dict[str, Any]) -> dict[str, Any]:
+    # Issue 17: the conversation's lane and the model its server said it served; unknown before.
+    return {"lane": "", "model_served": "", **data}
+
 
 MiB = 1024 * 1024
 # Fields that describe the record rather than the conversation: never secrets, kept verbatim so the
 # file stays addressable even when redaction is aggressive.
 _STRUCTURAL = frozenset(
     {"kind", "schema_version", "id", "session_id", "created_at", "reason", "window", "window_source"}
-    | {"tokens_before", "counter"}
+    | {"tokens_before", "counter", "lane"}
 )
 _NAME = re.compile(r"(\d{8}T\d{12}Z)-([A-Za-z0-9][A-Za-z0-9._-]*)\.json")
 
@@ -57,6 +63,8 @@ class Checkpoint:
     window_source: str = ""
     tokens_before: int = 0
     counter: str = ""
+    lane: str = ""
+    model_served: str = ""
     id: str = field(default_factory=new_id)
     created_at: str = field(default_factory=utc_now)
 
@@ -73,6 +81,8 @@ class Checkpoint:
             "window_source": self.window_source,
             "tokens_before": self.tokens_before,
             "counter": self.counter,
+            "lane": self.lane,
+            "model_served": self.model_served,
             "goal": self.goal,
             "constraints": {
                 "hard": list(self.constraints.get("hard", [])),
@@ -99,6 +109,8 @@ class Checkpoint:
             window_source=_get(data, "window_source", str),
             tokens_before=_get(data, "tokens_before", int),
             counter=_get(data, "counter", str),
+            lane=_get(data, "lane", str),
+            model_served=_get(data, "model_served", str),
             goal=_get(data, "goal", str),
             constraints={k: _str_list(constraints, k, "constraints") for k in ("hard", "soft")},
             decisions=_records(data, "decisions", ("decision", "why")),

@@ -53,6 +53,8 @@ class StoreJournal:
             window_source=where.window_source,
             tokens_before=facts.tokens_before,
             counter=where.counter,
+            lane=facts.lane,
+            model_served=facts.model_served,
         )
         self.last_path = self.checkpoints.write(cp)
         return cp.id

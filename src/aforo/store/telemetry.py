@@ -24,7 +24,18 @@ from aforo.store.redact import redact
 from aforo.store.telemetry_summary import format_summary as format_summary
 from aforo.store.telemetry_summary import summarize
 
-GOVERNOR_EVENTS = ("admission", "rejection", "clearing", "compaction", "recovery", "overflow", "warning")
+GOVERNOR_EVENTS = (
+    "admission",
+    "rejection",
+    "clearing",
+    "compaction",
+    "recovery",
+    "overflow",
+    "warning",
+    # The first answer on the conversation's lane after a summary on another lane: its model checked.
+    "model_restored",
+    "model_mismatch",
+)
 EVENTS = (*GOVERNOR_EVENTS, "run")
 INT_FIELDS = (
     "tokens_estimated",
@@ -39,7 +50,7 @@ INT_FIELDS = (
     "output_tokens",
     "cached_tokens",
 )
-TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint")
+TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint", "lane", "model_served")
 COLUMNS = ("id", "ts", "session", "event", *INT_FIELDS, "duration_ms", *TEXT_FIELDS)
 
 MIGRATIONS: Migrations[SqlStep] = Migrations("telemetry")
@@ -94,6 +105,14 @@ def m004_run_usage(db: sqlite3.Connection) -> None:
     # server read (cached ones too), `cached_tokens` those it took from its prompt cache.
     for column in ("input_tokens", "output_tokens", "cached_tokens"):
         db.execute(f'ALTER TABLE events ADD COLUMN "{column}" INTEGER')
+
+
+@MIGRATIONS
+def m005_lane_model_served(db: sqlite3.Connection) -> None:
+    # Issue 17: which lane a record is about and the model its server said it served (SPEC §9); the
+    # `model` column keeps the configured name, which a server may serve under another.
+    db.execute('ALTER TABLE events ADD COLUMN "lane" TEXT')
+    db.execute('ALTER TABLE events ADD COLUMN "model_served" TEXT')
 
 
 def migrate(db: sqlite3.Connection, upto: int | None = None) -> list[str]:
@@ -183,6 +202,8 @@ class Telemetry:
         window: int | None = None,
         window_source: str | None = None,
         checkpoint: str | Path | None = None,
+        lane: str | None = None,
+        model_served: str | None = None,
     ) -> None:
         if event not in EVENTS:
             raise ValueError(f"unknown telemetry event {event!r}; expected one of {', '.join(EVENTS)}")
@@ -209,6 +230,9 @@ class Telemetry:
             "window": window,
             "window_source": window_source,
             "checkpoint": str(checkpoint) if checkpoint is not None else None,
+            "lane": lane,
+            # What a server says is untrusted text like an error message: redacted the same way.
+            "model_served": redact(model_served) if model_served else model_served,
         }
         # A path or a name with a byte that is not UTF-8 holds a lone surrogate, which SQLite's UTF-8
         # cannot take: stored as its escape (`\\udcfe`).

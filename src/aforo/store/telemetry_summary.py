@@ -1,4 +1,6 @@
-"""What `aforo stats` shows: telemetry rows folded into counts, savings, ratios and each session's usage.
+"""What `aforo stats` shows: telemetry rows folded into counts, savings, ratios and each session's usage;
+then each lane (SPEC §9) with the models its server said it served, and the checks that the
+conversation's model was back after a summary on another lane.
 
 `summarize` returns plain data (what `aforo stats --json` prints); `format_summary` renders it as two
 tables, one line per session in each: what the runs cost (tokens the server reported, the cached share,
@@ -12,6 +14,8 @@ from typing import Any
 
 RUN = "run"
 _TRANSFORMS = ("clearing", "compaction")
+# Shown with the lanes, not as columns of the table.
+_MODEL_CHECKS = ("model_restored", "model_mismatch")
 _ABBREV = {
     "admission": "adm",
     "rejection": "rej",
@@ -43,6 +47,7 @@ def _empty(events: tuple[str, ...]) -> dict[str, Any]:
         },
         "first": None,
         "last": None,
+        "lanes": {},
         "_ratios": [],
     }
 
@@ -77,6 +82,13 @@ def _add(stats: dict[str, Any], row: dict[str, Any]) -> None:
     if event == "rejection":
         cause = row["cause"] or "unknown"
         stats["rejections_by_cause"][cause] = stats["rejections_by_cause"].get(cause, 0) + 1
+    lane = row.get("lane")
+    if lane:  # records written before lanes name none
+        entry = stats["lanes"].setdefault(lane, {"records": 0, "models_served": {}})
+        entry["records"] += 1
+        served = row.get("model_served")
+        if served:
+            entry["models_served"][served] = entry["models_served"].get(served, 0) + 1
 
 
 def _finish(stats: dict[str, Any]) -> dict[str, Any]:
@@ -175,7 +187,7 @@ def format_summary(summary: dict[str, Any], width: int | None = None) -> str:
         [[name, *_usage_cells(s["usage"])] for name, s in named],
         width,
     )
-    events = list(overall["events"])
+    events = [e for e in overall["events"] if e not in _MODEL_CHECKS]
     governor = _table(
         ["session", *(_ABBREV.get(e, e) for e in events), "saved", "ratio"],
         [
@@ -207,6 +219,7 @@ def format_summary(summary: dict[str, Any], width: int | None = None) -> str:
         "saved: tokens the clearings and compactions removed",
         "ratio: size after/before of a compaction, mean (count)",
     ]
+    out += _lane_lines(overall)
     causes = overall["rejections_by_cause"]
     if causes:
         out += ["", "rejections by cause:"]
@@ -215,3 +228,22 @@ def format_summary(summary: dict[str, Any], width: int | None = None) -> str:
             f"  {cause.ljust(width_c)}  {n}" for cause, n in sorted(causes.items(), key=lambda kv: -kv[1])
         ]
     return "\n".join(out)
+
+
+def _lane_lines(overall: dict[str, Any]) -> list[str]:
+    lanes = overall["lanes"]
+    if not lanes:
+        return []
+    width = max(len(name) for name in lanes)
+    out = ["", "lanes and the models their servers said they served:"]
+    for name, entry in sorted(lanes.items()):
+        served = entry["models_served"]
+        models = ", ".join(f"{m} ({n})" for m, n in sorted(served.items(), key=lambda kv: -kv[1]))
+        out.append(f"  {name.ljust(width)}  {models or 'none said'}  [{entry['records']} record(s)]")
+    events = overall["events"]
+    restored, mismatched = events.get("model_restored", 0), events.get("model_mismatch", 0)
+    if restored or mismatched:
+        out.append(
+            f"after a summary on another lane: model restored {restored} time(s), mismatched {mismatched}"
+        )
+    return out

@@ -1,0 +1,106 @@
+"""Lanes (SPEC §9): named routes, each a server and a model with its own window, counter and detection.
+
+The conversation runs on one lane: the governor's own budget, meter and watch. Summary requests may go to
+another (`compact_lane`), a `Lane` here; a stage sees it as a `Summarizer` of plain values. After a
+summary went to another lane, the next answer on the conversation's lane must come from the model the
+conversation runs on: on Ollama asking for another model unloads the first, and a server shared with
+others may have been switched under us. `check_model` decides that, from what the answers said.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from aforo.context.budget import Budget
+from aforo.context.counting import Meter
+from aforo.context.plan import Summarizer
+from aforo.events import ModelCheck
+from aforo.protocols import Provider
+from aforo.stream import collect
+
+# The name of the conversation's lane when the configuration names none.
+DEFAULT_LANE = "default"
+
+
+@dataclass
+class Lane:
+    """A lane summary requests go to instead of the conversation's own."""
+
+    name: str
+    model: str  # what its requests name
+    server: str  # its server's kind
+    provider: Provider
+    budget: Budget  # its window; a summary request must fit `available`, `reserve` bounds the summary
+    meter: Meter  # its counter and its calibration, apart from the conversation's
+
+    def summarizer(self) -> Summarizer:
+        # No growth baseline on this lane: it sees one summary request at a time, never a growing prompt.
+        calibration = self.meter.calibration
+        return Summarizer(
+            self.name,
+            self.model,
+            self.budget,
+            self.meter.count,
+            partial(collect, self.provider),
+            calibration.ratio,
+            None,
+            calibration.update,
+        )
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the first answer after a summary elsewhere says about the conversation's model."""
+
+    check: ModelCheck
+    event: str  # of its telemetry record: model_restored | model_mismatch | warning (not said)
+    warning: str | None = None  # for the user, when the model is not known to be back
+    cause: str | None = None
+
+
+class Served:
+    """What the conversation's server says it serves: the model of its last answer, the first model it
+    named (the one the conversation runs on), and whether a summary went elsewhere since."""
+
+    def __init__(self, lane: str, configured: str) -> None:
+        self.lane, self.configured = lane, configured
+        self.last = ""  # "" until an answer says
+        self._runs_on = ""
+        self._away: str | None = None  # the lane the last summary went to, until the next answer here
+
+    def summary_on(self, lane: str) -> None:
+        if lane != self.lane:
+            self._away = lane
+
+    def answer(self, served: str) -> Verdict | None:
+        """Note the model an answer here says served it; after a summary elsewhere, the check."""
+        away, self._away = self._away, None
+        verdict = check_model(self.lane, self._runs_on or self.configured, served, away) if away else None
+        if served:
+            self.last, self._runs_on = served, self._runs_on or served
+        return verdict
+
+
+def check_model(lane: str, expected: str, served: str, away: str) -> Verdict:
+    """Is the answer's model (`served`) the one the conversation runs on, after a summary on `away`?"""
+    check = ModelCheck(lane, expected, served, restored=bool(served) and served == expected)
+    if check.restored:
+        return Verdict(check, "model_restored")
+    cause = f"expected {expected!r} after a summary on lane {away!r}"
+    if not served:
+        return Verdict(
+            check,
+            "warning",
+            f"Could not check that lane {lane!r} serves {expected!r} again after a summary on lane "
+            f"{away!r}: its server does not say which model served the answer.",
+            cause + "; the server did not say which model served",
+        )
+    return Verdict(
+        check,
+        "model_mismatch",
+        f"Lane {lane!r} answered with model {served!r}, not {expected!r}, after a summary on lane {away!r}: "
+        "its server switched models (check what it has loaded, e.g. `ollama ps`), so this answer came "
+        f"from {served!r}.",
+        cause,
+    )
