@@ -268,3 +268,23 @@ def test_a_summary_in_plain_prose_has_no_sections_and_breaks_nothing() -> None:
     ledger = build_ledger([*compacted, Message.user("go on")])
     assert ledger.decisions == () and ledger.next_action == ""
     assert ledger.requests == ("explain it", "go on")
+
+
+def test_evidence_list_keeps_its_newest_sources_within_its_budget() -> None:
+    # A long session: each compaction carries the sources of the one before. Without a bound the list
+    # grows until no compaction fits the window (seen in the kill -9 loop after ~90 resumed runs).
+    messages = [Message.user("find the longest file")]
+    for i in range(200):
+        messages += _exchange(i, 1)
+    ledger = build_ledger(messages)
+    assert len(ledger.evidence) == 200
+    head = assemble(ledger, "Goal: x.", "cp-1", [], mid_run=False, evidence_tokens=100)[0].text
+    kept = [line for line in head.splitlines() if "<evidence>" in line]
+    assert 0 < len(kept) < 200
+    assert sum(estimate_text(line + "\n") for line in kept) <= 100
+    assert kept[-1] == "- <evidence>Read f199_0.py</evidence>"  # the newest survive, in order
+    assert f"({200 - len(kept)} older sources left out" in head
+    assert "find the longest file" in head  # the request is never what gives way
+
+    unbounded = assemble(ledger, "Goal: x.", "cp-1", [], mid_run=False)[0].text
+    assert unbounded.count("<evidence>") == 200 and "left out" not in unbounded

@@ -71,7 +71,7 @@ def test_kill_9_during_compacting_runs_keeps_every_file_whole_and_resume_works(
 
     finished = start(workspace, run + 1)
     out, err = finished.communicate(timeout=60)
-    assert finished.returncode == 0 and out.endswith(b"end_turn\n"), err.decode()[-2000:]
+    assert finished.returncode == 0 and out.endswith(b"end_turn\n"), (out + err).decode()[-2000:]
     check_state(aforo_home, updated)
 
     with LiveServer(misbehaving_app(lambda n: ok_sse("resumed after the kills"))) as server:

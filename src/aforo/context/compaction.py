@@ -55,6 +55,10 @@ SHORTER = {
 ACK = "Understood. I will continue the task from this summary."
 # Share of the available space a verbatim tail (the last tool exchange) may take after compaction.
 TAIL_SHARE = 0.3
+# Share of the available space the evidence list may take. Each compaction carries the sources of the
+# one before, so over a long session the list would grow until no compaction fits; its newest entries
+# are kept (what is left out can be re-run, and the checkpoint keeps the whole list).
+EVIDENCE_SHARE = 0.15
 # A summary request whose reported prompt is below this share of what the calibration expects was
 # cut by the server: content differs little from the conversation that calibrated the ratio.
 SUMMARY_MIN_REPORTED_SHARE = 0.5
@@ -204,7 +208,23 @@ def keep_tail(
     return tail if sum(estimate(m) for m in tail) <= budget_tokens else []
 
 
-def compacted_message(ledger: Ledger, summary: str, checkpoint: str | None) -> Message:
+def newest_evidence(ledger: Ledger, budget_tokens: int | None) -> tuple[list[str], int]:
+    """The evidence lines that fit `budget_tokens` (None: all), newest kept, in their order; and how
+    many were left out."""
+    kept: list[str] = []
+    used = 0
+    for ev in reversed(ledger.evidence):
+        line = f"- <evidence>{ev.source}</evidence>"
+        used += estimate_text(line + "\n")
+        if budget_tokens is not None and used > budget_tokens:
+            break
+        kept.append(line)
+    return kept[::-1], len(ledger.evidence) - len(kept)
+
+
+def compacted_message(
+    ledger: Ledger, summary: str, checkpoint: str | None, evidence_tokens: int | None = None
+) -> Message:
     lines = [f"{COMPACTED_HEADER} Checkpoint: {checkpoint or 'none'} (/undo restores the conversation).]"]
     lines.append("\n## The user's requests, verbatim")
     lines += [f"<request>\n{r}\n</request>" for r in ledger.requests]
@@ -215,19 +235,28 @@ def compacted_message(ledger: Ledger, summary: str, checkpoint: str | None) -> M
     lines.append(f"\n{SUMMARY_HEADER}")
     lines.append(summary.strip())
     if ledger.evidence:
+        kept, left_out = newest_evidence(ledger, evidence_tokens)
         lines.append(f"\n{EVIDENCE_HEADER}")
-        lines += [f"- <evidence>{e.source}</evidence>" for e in ledger.evidence]
+        if left_out:
+            lines.append(f"- ({left_out} older sources left out to save room; the checkpoint lists them)")
+        lines += kept
     lines.append(f"\n{CONTINUE}")
     return Message.user("\n".join(lines))
 
 
 def assemble(
-    ledger: Ledger, summary: str, checkpoint: str | None, tail: list[Message], *, mid_run: bool
+    ledger: Ledger,
+    summary: str,
+    checkpoint: str | None,
+    tail: list[Message],
+    *,
+    mid_run: bool,
+    evidence_tokens: int | None = None,
 ) -> list[Message]:
     """The compacted conversation. Mid-run it ends with a user turn so the model carries on; between
     runs it ends with an acknowledgement, keeping user/assistant alternation (some chat templates reject
     two user turns in a row) for the next prompt."""
-    head = compacted_message(ledger, summary, checkpoint)
+    head = compacted_message(ledger, summary, checkpoint, evidence_tokens)
     if tail:
         return [head, *tail]
     return [head] if mid_run else [head, Message.assistant(ACK)]
@@ -289,7 +318,14 @@ def _summarize(room: Room, summary_req: Request, summary_tokens: int, checkpoint
     ledger = build_ledger(messages)
     missing = ledger.missing_from(reply.text)
     tail = keep_tail(messages, int(TAIL_SHARE * available), room.estimate)
-    compacted = assemble(ledger, reply.text, checkpoint, tail, mid_run=messages[-1].role == "user")
+    compacted = assemble(
+        ledger,
+        reply.text,
+        checkpoint,
+        tail,
+        mid_run=messages[-1].role == "user",
+        evidence_tokens=int(EVIDENCE_SHARE * available),
+    )
     after = room.count(room.request.with_messages(compacted))
     if after.tokens > available:
         raise CompactionError(
