@@ -10,7 +10,6 @@ import pytest
 from aforo.errors import ConnectError, ContextOverflowError
 from aforo.messages import Message, MessageEnd, Request, TextBlock, ToolResult, Usage
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
-from aforo.tool_batch import TEXT_CALL_HINT
 from support.scenario import make_agent, make_files
 
 
@@ -47,12 +46,13 @@ def test_end_turn_after_tool_calls(tmp_path: Path) -> None:
     well_formed(agent.messages)
     # Results come back in the order the model asked for them, whatever finished first.
     reads = agent.messages[4].tool_results
-    assert agent.messages[4].text == ""  # structured calls: no hint
+    assert agent.messages[4].text == ""  # the results alone
     assert "mod00.py" in reads[0].content and "mod01.py" in reads[1].content
 
 
 def test_max_turns(tmp_path: Path) -> None:
-    provider = FakeProvider(lambda req: FakeTurn("", [("LS", {"path": "."})]))
+    # A new call every turn (a Grep for another word): progress each time, so only the turn limit stops it.
+    provider = FakeProvider(lambda req: FakeTurn("", [("Grep", {"pattern": f"w{len(req.messages)}"})]))
     agent, _rec, _ = make_agent(tmp_path, provider, max_turns=3)
     result = agent.run("loop forever")
     assert result.reason == "max_turns" and result.turns == 3
@@ -129,10 +129,25 @@ def test_text_tool_calls_are_executed(tmp_path: Path) -> None:
     assert [u.name for u in assistant.tool_uses] == ["Read"]
     assert "```" not in assistant.text
     assert "def f_0_0" in agent.messages[2].tool_results[0].content
-    # A model that writes its calls as text is told, with the results, to answer from them now.
-    assert agent.messages[2].text == TEXT_CALL_HINT
-    assert agent.messages[2].content[-1] == TextBlock(TEXT_CALL_HINT)
+    # Nothing of aforo's own rides with the results: a small model copies such a line as its answer.
+    assert agent.messages[2].text == ""
+    assert all(isinstance(b, ToolResult) for b in agent.messages[2].content)
     well_formed(agent.messages)
+
+
+def test_a_model_may_call_again_after_a_text_written_call(tmp_path: Path) -> None:
+    # The 0.5B model wrote one call per answer; the run must let it read the next file, not end.
+    make_files(tmp_path, 3, 100)
+    asks = [f'```json\n{{"name": "Read", "arguments": {{"file_path": "mod0{i}.py"}}}}\n```' for i in range(3)]
+    provider = FakeProvider([*(FakeTurn(a) for a in asks), FakeTurn("mod02.py defines f_2_0.")])
+    agent, _, _ = make_agent(tmp_path, provider)
+    result = agent.run("read mod00.py, mod01.py and mod02.py")
+    assert (result.reason, result.tool_calls, result.turns) == ("end_turn", 3, 4)
+    assert [u.input["file_path"] for m in agent.messages for u in m.tool_uses] == [
+        "mod00.py",
+        "mod01.py",
+        "mod02.py",
+    ]
 
 
 def test_silent_truncation_ends_context_overflow_with_history_intact(tmp_path: Path) -> None:
@@ -240,17 +255,58 @@ def test_repeated_calls_in_one_message_run_once(tmp_path: Path) -> None:
     assert len(rec.of("tool_end")) == 6
 
 
-def test_a_call_repeated_across_turns_points_at_the_result_it_already_has(tmp_path: Path) -> None:
-    make_files(tmp_path, 1, 2000)
-    read = ("Read", {"file_path": "mod00.py"})
-    provider = FakeProvider([FakeTurn("", [read]), FakeTurn("", [read]), FakeTurn("It defines f_0_0.")])
+def test_a_step_that_only_repeats_calls_is_dropped_and_the_answer_asked_for(tmp_path: Path) -> None:
+    make_files(tmp_path, 2, 2000)
+    reads = [("Read", {"file_path": "mod00.py"}), ("Read", {"file_path": "mod01.py"})]
+    provider = FakeProvider([FakeTurn("", reads), FakeTurn("", reads[::-1]), FakeTurn("Both define f_0_0.")])
+    agent, rec, _ = make_agent(tmp_path, provider)
+    result = agent.run("what is in mod00.py and mod01.py?")
+    assert (result.reason, result.tool_calls, result.turns) == ("end_turn", 2, 3)
+    # The repeat left no trace in the conversation; the call after it could only answer.
+    assert [m.role for m in agent.messages] == ["user", "assistant", "user", "assistant"]
+    assert agent.messages[-1].text == "Both define f_0_0."
+    turns = [r for r in provider.requests if r.max_tokens > 1]  # not the governor's measurements
+    assert [r.answer_only for r in turns] == [False, False, True]
+    assert turns[1].messages == turns[2].messages  # the same prompt: the server's cache holds it
+    assert [e.fields["step"] for e in rec.of("info")] == [
+        "asked again for results it has (Read mod01.py, Read mod00.py); answer requested"
+    ]
+    assert len(rec.of("tool_start")) == 2
+
+
+def test_a_repeat_of_a_failed_call_makes_no_progress_either(tmp_path: Path) -> None:
+    missing = ("Read", {"file_path": "nope.py"})
+    provider = FakeProvider(
+        [FakeTurn("", [missing]), FakeTurn("", [missing]), FakeTurn("There is no nope.py.")]
+    )
     agent, _, _ = make_agent(tmp_path, provider)
-    assert agent.run("what is in mod00.py?").reason == "end_turn"
-    first, again = agent.messages[2].tool_results[0], agent.messages[4].tool_results[0]
-    assert "def f_0_0" in first.content
+    result = agent.run("read nope.py")
+    assert (result.reason, result.tool_calls) == ("end_turn", 1)
+    assert agent.messages[2].tool_results[0].is_error
+
+
+def test_calls_when_only_the_answer_may_come_end_the_run_no_progress(tmp_path: Path) -> None:
+    make_files(tmp_path, 1, 200)
+    read = ("Read", {"file_path": "mod00.py"})
+    provider = FakeProvider([FakeTurn("", [read]), FakeTurn("", [read]), FakeTurn("", [read])])
+    agent, rec, _ = make_agent(tmp_path, provider, max_turns=10)
+    result = agent.run("what is in mod00.py?")
+    assert (result.reason, result.turns, result.tool_calls) == ("no_progress", 3, 1)
+    assert result.error == "the model kept calling tools (Read mod00.py) when asked to answer"
+    well_formed(list(agent.messages))
+    assert rec.of("run_end")[0].result.reason == "no_progress"
+
+
+def test_a_mixed_step_runs_its_new_calls_and_points_repeats_at_their_results(tmp_path: Path) -> None:
+    make_files(tmp_path, 2, 2000)
+    read0, read1 = ("Read", {"file_path": "mod00.py"}), ("Read", {"file_path": "mod01.py"})
+    provider = FakeProvider([FakeTurn("", [read0]), FakeTurn("", [read0, read1]), FakeTurn("done")])
+    agent, _, _ = make_agent(tmp_path, provider)
+    assert agent.run("read both").reason == "end_turn"
+    again, new = agent.messages[4].tool_results
     assert again.content.startswith("[Already done: this is the same call as ")
     assert agent.messages[1].tool_uses[0].id in again.content
-    assert not again.is_error
+    assert "def f_1_0" in new.content
 
 
 def test_calls_written_as_text_get_ids_a_resumed_conversation_has_not_used(tmp_path: Path) -> None:

@@ -30,20 +30,46 @@ def read(ws: Path, max_chars: int | None = None, **args: object) -> str:
     return Read().run(dict(args), ToolContext(workspace=ws, max_chars=max_chars)).content
 
 
-def test_lines_are_numbered_like_cat_n(ws: Path) -> None:
+def test_lines_are_numbered_where_blocks_start_and_every_ten_lines(ws: Path) -> None:
     (ws / "a.txt").write_text("alpha\nbeta\n")
-    assert read(ws, file_path="a.txt") == "     1\talpha\n     2\tbeta"
+    assert read(ws, file_path="a.txt") == "1\talpha\nbeta"
+    body = ["def f():", "    x = 1", "", "def g():", *[f"    y{i} = {i}" for i in range(12)], "", ""]
+    (ws / "b.py").write_text("\n".join(body) + "\n")
+    out = read(ws, file_path="b.py").splitlines()
+    numbered = [line.split("\t", 1)[0] for line in out if "\t" in line]
+    # Block starts (1, 4: after the blank line 3) and then every ten lines (14); blank lines never.
+    assert numbered == ["1", "4", "14"]
+    assert out[1] == "    x = 1" and out[2] == "" and out[13] == "14\t    y9 = 9"
+
+
+def numbered_lines(out: str) -> list[tuple[int, str]]:
+    """Read's output back as (line number, text): a line that starts with digits and a tab carries its
+    number, every other line is the one after the line above it; the notes in parentheses end it."""
+    shown: list[tuple[int, str]] = []
+    for line in out.split("\n"):
+        number, tab, text = line.partition("\t")
+        if tab and number.isdigit():
+            shown.append((int(number), text))
+        elif shown and not line.startswith("(showing lines") and not line.startswith("(note:"):
+            shown.append((shown[-1][0] + 1, line))
+    return shown
+
+
+def test_a_line_that_starts_like_a_number_is_always_numbered(ws: Path) -> None:
+    # A TSV row "7<TAB>x" shown bare would read as line 7: it carries its own number instead.
+    (ws / "t.tsv").write_text("id\tname\n7\tx\n8\ty\n")
+    assert read(ws, file_path="t.tsv") == "1\tid\tname\n2\t7\tx\n3\t8\ty"
 
 
 def test_last_line_without_newline_and_crlf(ws: Path) -> None:
     (ws / "a.txt").write_bytes(b"one\r\ntwo\r\nthree")
-    assert read(ws, file_path="a.txt") == "     1\tone\n     2\ttwo\n     3\tthree"
+    assert read(ws, file_path="a.txt") == "1\tone\ntwo\nthree"
 
 
 def test_offset_and_limit_say_the_total_and_how_to_go_on(ws: Path) -> None:
     (ws / "a.txt").write_text("".join(f"line {i}\n" for i in range(1, 11)))
     out = read(ws, file_path="a.txt", offset=3, limit=2)
-    assert out.splitlines()[:2] == ["     3\tline 3", "     4\tline 4"]
+    assert out.splitlines()[:2] == ["3\tline 3", "line 4"]
     assert "of 10" in out
     assert "offset=5" in out
 
@@ -69,8 +95,11 @@ def test_huge_file_reads_only_the_window(ws: Path) -> None:
     n = 300_000
     (ws / "big.txt").write_text("".join(f"row {i}\n" for i in range(1, n + 1)))
     out = read(ws, file_path="big.txt", offset=250_000, limit=3)
-    lines = out.splitlines()
-    assert lines[:3] == ["250000\trow 250000", "250001\trow 250001", "250002\trow 250002"]
+    assert numbered_lines(out)[:3] == [
+        (250_000, "row 250000"),
+        (250_001, "row 250001"),
+        (250_002, "row 250002"),
+    ]
     assert f"of {n}" in out and "offset=250003" in out
 
 
@@ -87,7 +116,7 @@ def test_sparse_gigabyte_file_is_not_scanned_to_the_end(ws: Path) -> None:
         f.write(b"head 1\nhead 2\n" + b"x" * 10_000 + b"\n")
         f.truncate(1 << 30)  # NUL bytes after the first 8 KiB: not seen by the binary sniff
     out = read(ws, file_path="sparse.log", limit=2)
-    assert out.splitlines()[:2] == ["     1\thead 1", "     2\thead 2"]
+    assert out.splitlines()[:2] == ["1\thead 1", "head 2"]
     assert "at least" in out
 
 
@@ -96,7 +125,7 @@ def test_long_lines_are_cut(ws: Path) -> None:
     out = read(ws, file_path="min.js")
     first, second = out.splitlines()[:2]
     assert len(first) < MAX_LINE_CHARS + 100 and "line cut" in first
-    assert second == "     2\tnext"
+    assert second == "next"
 
 
 def test_a_multibyte_character_split_by_the_cut_is_not_invalid_utf8(ws: Path) -> None:
@@ -250,12 +279,11 @@ def test_any_window_at_any_chunk_size_shows_the_right_lines(
     if file_lines[-1] == "":
         file_lines.pop()  # a final newline ends the last line, it does not start another
     expected = [
-        f"{n:>6}\t{line.removesuffix(chr(13))}"
+        (n, line.removesuffix(chr(13)))
         for n, line in enumerate(file_lines, 1)
         if offset <= n < offset + limit
     ]
-    shown = [line for line in out.splitlines() if line[:6].strip().isdigit()]
-    assert shown == expected
+    assert numbered_lines(out) == expected
     if not file_lines:
         assert "empty" in out
     elif offset > len(file_lines):
@@ -268,7 +296,7 @@ def test_an_offset_past_the_byte_budget_is_an_error_naming_the_limit(ws: Path) -
     (ws / "log.txt").write_text("".join(f"{i:09}\n" for i in range(1000)))  # 10 bytes a line
     tool = Read(max_bytes=5000)
     assert (
-        "   400\t000000399"
+        "400\t000000399"
         in tool.run({"file_path": "log.txt", "offset": 400, "limit": 1}, ToolContext(ws)).content
     )
     with pytest.raises(LimitExceeded, match=r"read_bytes \(5,000 bytes") as err:
@@ -279,7 +307,7 @@ def test_an_offset_past_the_byte_budget_is_an_error_naming_the_limit(ws: Path) -
 def test_a_count_that_reaches_the_byte_budget_says_at_least(ws: Path) -> None:
     (ws / "log.txt").write_text("".join(f"{i:09}\n" for i in range(1000)))
     out = Read(max_bytes=5000).run({"file_path": "log.txt", "limit": 2}, ToolContext(ws)).content
-    assert out.splitlines()[:2] == ["     1\t000000000", "     2\t000000001"]
+    assert numbered_lines(out)[:2] == [(1, "000000000"), (2, "000000001")]
     assert "of at least 50" in out
     exact = Read(max_bytes=10_000).run({"file_path": "log.txt", "limit": 2}, ToolContext(ws)).content
     assert "of 1000." in exact
@@ -306,3 +334,15 @@ def test_ls_stops_when_cancelled(ws: Path) -> None:
     cancel.set()
     with pytest.raises(Interrupted):
         LS().run({}, ToolContext(ws, cancel=cancel))
+
+
+def test_a_missing_file_names_files_of_a_like_name(ws: Path) -> None:
+    (ws / "wordfreq").mkdir()
+    (ws / "wordfreq" / "stopwords.py").write_text("STOP = {'a'}\n")
+    (ws / "wordfreq" / "counter.py").write_text("x = 1\n")
+    with pytest.raises(ToolError, match=r"stopwords\.txt does not exist") as missing:
+        Read().run({"file_path": "stopwords.txt"}, ToolContext(workspace=ws))
+    assert "wordfreq/stopwords.py" in str(missing.value) and "counter.py" not in str(missing.value)
+    with pytest.raises(ToolError) as unrelated:
+        Read().run({"file_path": "zzz_unrelated.md"}, ToolContext(workspace=ws))
+    assert "like name" not in str(unrelated.value) and "Glob" in str(unrelated.value)

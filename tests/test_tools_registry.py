@@ -22,6 +22,7 @@ class Probe:
 
     name = "Probe"
     description = "test tool"
+    batch = False
 
     def __init__(self) -> None:
         self.input_schema: dict[str, Any] = {
@@ -180,6 +181,7 @@ class Slow:
 
     def __init__(self, name: str, *, polite: bool) -> None:
         self.name = name
+        self.batch = False
         self.input_schema: dict[str, Any] = {"type": "object"}
         self.polite = polite
         self.stopped = threading.Event()

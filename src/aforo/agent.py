@@ -2,11 +2,13 @@
 
 The governor owns the conversation: before each call it admits (and may transform) the request, after
 it says whether the server silently dropped part of the prompt. A truncated turn's answer is discarded
-(its `turn_end` says `truncated`, so a renderer that streamed it can say so) and the run ends
-`context_overflow` with the history intact. The answer's text goes out through a `TextHold`, so a tool
-call the model writes as text is shown once, as a call (`TextCall`), never as part of the answer.
-Provider errors end the run `error`; the user's Ctrl-C ends it `aborted` with the conversation still
-well-formed (every tool call has a result).
+(its `turn_end` says `truncated`) and the run ends `context_overflow` with the history intact (the
+answer's text goes out through `Shown`). Provider errors end the run `error`; Ctrl-C ends it `aborted`.
+
+Where the server forces a JSON schema, each answer is one constrained step (aforo.steps); a server that
+refuses the schema is asked again without it, once, and the session goes on with tool definitions. An
+answer that only repeats calls whose results the model has is not kept: the next request allows only
+the answer, and a model that still calls tools then ends the run `no_progress`.
 Wherever a run ends, `_End` carries its reason to the one place that closes the run.
 """
 
@@ -15,31 +17,23 @@ from __future__ import annotations
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from functools import partial
 
 from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
 from aforo.context.watch import loud_overflow_message, recovery_failed
-from aforo.errors import ContextOverflowError, ProviderError, RejectedError, TransformError
-from aforo.events import (
-    EventSink,
-    RunEnd,
-    RunReason,
-    RunResult,
-    TextCall,
-    TextDelta,
-    TurnEnd,
-)
+from aforo.errors import ContextOverflowError, HTTPStatusError, ProviderError, RejectedError, TransformError
+from aforo.events import EventSink, Info, RunEnd, RunReason, RunResult, TurnEnd, Warning
 from aforo.messages import Message, MessageEnd, Request, SystemPart
 from aforo.protocols import Provider
+from aforo.shown import Shown
 from aforo.stream import Reply, collect
-from aforo.text_hold import TextHold
-from aforo.tool_batch import answer, tool_uses
+from aforo.tool_batch import answer
 from aforo.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 25
 CANCELLED = "cancelled by the user"
 CANCELLED_RESULT = "[Cancelled by the user before this tool call finished.]"
+NATIVE = "tools are sent as definitions instead (--tool-mode native)."
 
 
 class _End(Exception):
@@ -51,13 +45,14 @@ class _End(Exception):
 
 
 @dataclass
-class _Totals:
-    """What one run used, for its RunResult."""
+class _Run:
+    """One run's state: what it used, for its RunResult, and whether only an answer may come now."""
 
     turns: int = 0
     tool_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    answer_only: bool = False
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
@@ -65,7 +60,8 @@ class _Totals:
         self.output_tokens += end.usage.output_tokens
 
     def result(self, end: _End) -> RunResult:
-        return RunResult(end.reason, **asdict(self), error=end.error, answer=end.answer)
+        used = {k: v for k, v in asdict(self).items() if k != "answer_only"}
+        return RunResult(end.reason, **used, error=end.error, answer=end.answer)
 
 
 @dataclass(kw_only=True, eq=False)
@@ -80,16 +76,19 @@ class Agent:
     # Stream the answer as it arrives (a truncated one is then marked discarded by its turn_end); False:
     # show it only once the turn is known to be whole (a silent server whose window is a guess).
     live_text: bool = False
+    # Each answer is one JSON step the server's schema forces (aforo.steps); False: tool definitions.
+    constrained: bool = False
 
     @property
     def messages(self) -> tuple[Message, ...]:
         """The conversation, as the governor holds it."""
         return self.governor.conversation.messages
 
-    def request(self) -> Request:
-        reserve = self.governor.budget.reserve
+    def request(self, answer_only: bool = False) -> Request:
+        reserve, tools = self.governor.budget.reserve, self.tools.specs
+        model, constrained = self.provider.model, self.constrained
         return Request(
-            self.provider.model, self.system, self.tools.specs, self.messages, reserve, self.temperature
+            model, self.system, tools, self.messages, reserve, self.temperature, constrained, answer_only
         )
 
     def run(
@@ -98,21 +97,21 @@ class Agent:
         """Answer `prompt`. `attached`: messages that follow it before the first call (the Read calls
         and results of files the user attached), so they are tool results like any other."""
         cancel = cancel or threading.Event()
-        totals = _Totals()
+        run = _Run()
         self.governor.conversation.append(Message.user(prompt))
         for message in attached:
             self.governor.conversation.append(message)
         try:
             with cancel_on_sigint(cancel):
                 for turn in range(1, self.max_turns + 1):
-                    self._turn(turn, cancel, totals)
+                    self._turn(turn, cancel, run)
                 _stop_if(cancel)
                 raise _End("max_turns", f"stopped after {self.max_turns} turns (raise --max-turns)")
         except _End as end:
-            result = totals.result(end)
+            result = run.result(end)
         except KeyboardInterrupt:
             cancel.set()
-            result = totals.result(_End("aborted", CANCELLED))
+            result = run.result(_End("aborted", CANCELLED))
         if result.reason == "aborted":
             self.governor.conversation.close_pending(CANCELLED_RESULT)
         self.emit(RunEnd(result))
@@ -120,16 +119,23 @@ class Agent:
 
     # --- one turn ----------------------------------------------------------------------------------
 
-    def _turn(self, turn: int, cancel: threading.Event, totals: _Totals) -> None:
+    def _turn(self, turn: int, cancel: threading.Event, run: _Run) -> None:
         """Call the model and act on its answer: run its tools (the run goes on) or end the run."""
         _stop_if(cancel)
-        reply = self._call(turn, cancel, totals)
+        reply = self._call(turn, cancel, run)
         _stop_if(cancel)
-        ran = answer(
-            reply, self.tools, self.governor.conversation, self.governor.tool_cap(), self.emit, cancel
+        gov, only = self.governor, run.answer_only
+        batch = answer(
+            reply, self.tools, gov.conversation, gov.tool_cap(), self.emit, cancel, answer_only=only
         )
-        totals.tool_calls += ran
-        if ran:
+        run.tool_calls += batch.ran
+        if batch.ran:
+            return
+        if batch.stalled and only:
+            raise _End("no_progress", f"the model kept calling tools ({batch.stalled}) when asked to answer")
+        if batch.stalled:
+            run.answer_only = True  # the next request allows only the answer
+            self.emit(Info({"step": f"asked again for results it has ({batch.stalled}); answer requested"}))
             return
         text = self.messages[-1].text if self.messages and self.messages[-1].role == "assistant" else ""
         if reply.end.stop_reason == "max_tokens":
@@ -139,20 +145,20 @@ class Agent:
             raise _End("refusal", "the model refused to answer", text)
         raise _End("end_turn", answer=text)
 
-    def _call(self, turn: int, cancel: threading.Event, totals: _Totals) -> Reply:
+    def _call(self, turn: int, cancel: threading.Event, run: _Run) -> Reply:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
         gov, refused = self.governor, None
         while True:
             try:
-                admitted = gov.admit(self.request(), self.provider, force_compact=refused is not None)
+                request = self.request(run.answer_only)
+                admitted = gov.admit(request, self.provider, force_compact=refused is not None)
             except (RejectedError, TransformError) as exc:
                 if refused is not None:
                     raise _End("context_overflow", recovery_failed(refused, exc, gov.summary_lane)) from exc
                 raise _End("context_overflow", str(exc)) from exc
-            hold = TextHold(self.tools.names)
-            live = partial(self._hold_and_show, hold) if self.live_text else None
+            shown = Shown(self.tools, self.emit, live=self.live_text)
             try:
-                reply = collect(self.provider, admitted.request, cancel, live, self.emit)
+                reply = collect(self.provider, admitted.request, cancel, shown.on_text, self.emit)
                 break
             except ContextOverflowError as exc:
                 # One recovery: adopt the window the server named, compact once (on the compaction
@@ -161,25 +167,20 @@ class Agent:
                     raise _End("context_overflow", loud_overflow_message(exc)) from exc
                 refused = exc
             except ProviderError as exc:
+                if self.constrained and _refused_schema(exc):
+                    self.constrained = False  # tool definitions from now on, said once
+                    self.emit(Warning(f"The server refused the JSON-schema constraint ({exc}); {NATIVE}"))
+                    continue
                 gov.recover(admitted, str(exc))
                 raise _End("error", str(exc)) from exc
         seen = gov.observe(admitted, reply.end, self.provider)
-        totals.add(reply.end)
+        run.add(reply.end)
         if not seen.truncated:
-            self._settle(hold, reply)
-        count = admitted.count
+            shown.settle(reply, self.messages)
+        count, end = admitted.count, reply.end
+        window, cut, shift = gov.budget.window, seen.truncated, seen.context_shift
         self.emit(
-            TurnEnd(
-                turn,
-                reply.end.usage,
-                count.tokens,
-                gov.budget.window,
-                count.exact,
-                seen.truncated,
-                seen.context_shift,
-                gov.lane,
-                reply.end.model,
-            )
+            TurnEnd(turn, end.usage, count.tokens, window, count.exact, cut, shift, gov.lane, end.model)
         )
         if seen.truncated:
             # The server answered without the start of the conversation: that answer is not part of the
@@ -187,22 +188,10 @@ class Agent:
             raise _End("context_overflow", seen.message)
         return reply
 
-    def _settle(self, hold: TextHold, reply: Reply) -> None:
-        """The rest of the answer's text, then the calls it wrote as text, each as its own event."""
-        if not self.live_text:
-            self._show(hold.feed(reply.text))
-        _rest, uses = tool_uses(reply, self.tools, self.messages)
-        late, calls = hold.settle([] if reply.calls else [(u.name, u.input) for u in uses])
-        self._show(late)
-        for held in calls:
-            self.emit(TextCall(held.text, tuple({"name": n, "input": a} for n, a in held.calls)))
 
-    def _hold_and_show(self, hold: TextHold, piece: str) -> None:
-        self._show(hold.feed(piece))
-
-    def _show(self, text: str) -> None:
-        if text:
-            self.emit(TextDelta(text))
+def _refused_schema(exc: ProviderError) -> bool:
+    """A client error to a constrained request: the server would not take the JSON schema."""
+    return isinstance(exc, HTTPStatusError) and exc.status in (400, 422)
 
 
 def _stop_if(cancel: threading.Event) -> None:

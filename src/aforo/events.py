@@ -22,7 +22,9 @@ from aforo.messages import Usage
 # an event type added does not (readers ignore what they do not know).
 SCHEMA_VERSION = 1
 
-RunReason = Literal["end_turn", "max_turns", "context_overflow", "max_tokens", "refusal", "aborted", "error"]
+RunReason = Literal[
+    "end_turn", "max_turns", "no_progress", "context_overflow", "max_tokens", "refusal", "aborted", "error"
+]
 
 
 @dataclass(frozen=True)

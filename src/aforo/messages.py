@@ -97,6 +97,8 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
+    # Written as a constrained step, the tool takes a list of its first argument (aforo.steps).
+    batch: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
@@ -111,6 +113,10 @@ class Request:
     max_tokens: int
     # None: the server's default sampling. 0 makes small models' behaviour repeatable.
     temperature: float | None = None
+    # The server forces the answer to one JSON step (aforo.steps) instead of receiving tool definitions.
+    constrained: bool = False
+    # No tool may be called: the model answers from what it has (after a step that made no progress).
+    answer_only: bool = False
 
     @property
     def system_text(self) -> str:

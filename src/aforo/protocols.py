@@ -50,6 +50,7 @@ class Tool(Protocol):
     name: str
     description: str
     input_schema: dict[str, Any]
+    batch: bool  # as a constrained step, it takes a list of its first argument (aforo.steps)
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
 

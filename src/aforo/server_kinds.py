@@ -10,7 +10,7 @@ each other: it joins a server's readers to a provider's constructor.
 from __future__ import annotations
 
 from aforo.protocols import Provider
-from aforo.providers.ollama import OllamaProvider
+from aforo.providers.ollama import OllamaProvider, supports_schema_format
 from aforo.providers.openai_compat import OpenAICompatProvider
 from aforo.servers.counters import LlamaCppCounter, TgiCounter, VllmCounter
 from aforo.servers.detect import (
@@ -102,12 +102,19 @@ KINDS: tuple[ServerKind, ...] = (
         loud=True,  # the native adapter sends `truncate: false`, and its overflow 400 is mapped
         models=ollama_model_ids,
         sets_window=True,
+        constrains=lambda server: supports_schema_format(server.version),
         probe_note=(
             "note: this is Ollama's OpenAI endpoint; aforo's native Ollama adapter sets num_ctx itself"
         ),
     ),
     ServerKind(
-        "llama.cpp", check_llamacpp, read_llamacpp, llamacpp_compat, counter=LlamaCppCounter, loud=True
+        "llama.cpp",
+        check_llamacpp,
+        read_llamacpp,
+        llamacpp_compat,
+        counter=LlamaCppCounter,
+        loud=True,
+        constrains=lambda server: True,  # `response_format` with a JSON schema, as a grammar
     ),
     ServerKind("tgi", check_tgi, read_tgi, openai_compat, counter=TgiCounter, loud=True),
     ServerKind("lmstudio", check_lmstudio, read_lmstudio, openai_compat),

@@ -5,19 +5,25 @@ The one loop over a provider's stream, for the agent's turns and the governor's 
 (as KeyboardInterrupt, the run's cancellation); `on_text` sees each piece of text as it arrives, and
 `progress` hears where the call is (the prompt, with the server's own progress where it sends one, then
 the answer, piece by piece) for the status line.
+
+A constrained request's answer is one JSON step (aforo.steps): it is decoded here, so what leaves is
+the same as from a server with native tool calls — the answer's text as it streams, and the calls.
 """
 
 from __future__ import annotations
 
+import json
 import threading
+import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from aforo.cancel import interruptible
 from aforo.errors import ProtocolError
 from aforo.events import EventSink, Progress, phase
 from aforo.messages import MessageEnd, Request, StreamProgress, StreamText, StreamToolCall
 from aforo.protocols import Provider
+from aforo.steps import AnswerStream
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,7 @@ def _read(
     text: list[str] = []
     calls: list[StreamToolCall] = []
     pieces = 0
+    step = AnswerStream() if request.constrained else None
     events = provider.stream(request, cancel)
     for event in interruptible(events, cancel) if cancel is not None else events:
         if cancel is not None and cancel.is_set():
@@ -59,16 +66,29 @@ def _read(
                 progress(Progress("prompt", done=event.processed, total=event.total, cached=event.cached))
             continue
         if isinstance(event, MessageEnd):
+            if step is not None:
+                rest, found = step.finish(request.tools)
+                text.append(rest)
+                if rest and on_text is not None:
+                    on_text(rest)
+                calls += [_call(name, args) for name, args in found]
+                if calls and event.stop_reason == "end_turn":
+                    event = replace(event, stop_reason="tool_use")
             return Reply("".join(text), tuple(calls), event)
         pieces += 1
         if progress is not None:
             progress(Progress("generating", tokens=pieces))
         if isinstance(event, StreamText):
-            text.append(event.text)
-            if on_text is not None:
-                on_text(event.text)
+            piece = event.text if step is None else step.feed(event.text)
+            text.append(piece)
+            if piece and on_text is not None:
+                on_text(piece)
         else:
             calls.append(event)
     if cancel is not None and cancel.is_set():
         raise KeyboardInterrupt  # interruptible stopped waiting: the user cancelled
     raise ProtocolError(f"the {provider.name} stream ended without a final message (no usage, no stop)")
+
+
+def _call(name: str, args: dict[str, object]) -> StreamToolCall:
+    return StreamToolCall(f"call_{uuid.uuid4().hex[:12]}", name, json.dumps(args, ensure_ascii=False))

@@ -4,7 +4,13 @@ capped (stage 1, at the governor's cap), results in the order the model asked fo
 Small models sometimes repeat the same call many times in one message (seen with Qwen2.5-Coder 0.5B:
 eighteen identical Reads). Each distinct call runs once; a repeat gets a one-line result pointing at the
 first, so the transcript stays well-formed (every call has its result) without paying for the output
-again.
+again. An answer whose every call repeats one whose result the conversation still shows makes no
+progress (the 0.5B model asks again for the files it just read, step after step): it is not added at
+all, and the caller asks for the answer instead (`Batch.stalled`).
+
+Nothing is added to the conversation besides the calls and their results: a line of aforo's own in the
+user's turn (an earlier "now explain it in prose" after text-written calls) is what a small model copies
+as its next answer.
 """
 
 from __future__ import annotations
@@ -30,12 +36,6 @@ from aforo.stream import Reply
 from aforo.tools.registry import ToolRegistry
 
 MAX_WORKERS = 8
-# Models that write their calls as text (Qwen2.5-Coder 0.5B) otherwise keep calling tools forever after
-# the result arrives; measured on the real server, this line turns the next answer into prose.
-TEXT_CALL_HINT = (
-    "The output above is the result of your tool call. Now explain it to the user in prose, to answer "
-    "their request."
-)
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,15 @@ def _key(use: ToolUse) -> str:
     return use.name + json.dumps(use.input, sort_keys=True, ensure_ascii=False)
 
 
+@dataclass(frozen=True)
+class Batch:
+    """What became of one answer: how many calls ran, or (`stalled`, naming them) calls that would
+    make no progress, which were not added: only repeats, or any call where only an answer may come."""
+
+    ran: int = 0
+    stalled: str = ""
+
+
 def answer(
     reply: Reply,
     tools: ToolRegistry,
@@ -58,25 +67,33 @@ def answer(
     cap: Cap,
     emit: EventSink,
     cancel: threading.Event | None = None,
-) -> int:
-    """Add the model's answer to the conversation and run the tools it calls; how many calls it made.
+    *,
+    answer_only: bool = False,
+) -> Batch:
+    """Add the model's answer to the conversation and run the tools it calls.
 
     A `cancel` (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
     text, uses = tool_uses(reply, tools, conversation.messages)
+    if uses and (answer_only or {_key(u) for u in uses} <= seen_calls(conversation.messages)):
+        return Batch(stalled=", ".join(dict.fromkeys(_label(u) for u in uses)))
     blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
     conversation.append(Message("assistant", (*blocks, *uses)))
     if not uses:
-        return 0
+        return Batch()
     for use in uses:
         emit(ToolStart(use.id, use.name, use.input))
     answered = answered_calls(conversation.messages[:-1])
     outcomes = run_batch(tools, uses, cap=cap, answered=answered, cancel=cancel)
     # Appended before the events are emitted: whoever persists on events saves the results too.
-    results: tuple[ToolResult | TextBlock, ...] = tuple(o.result for o in outcomes)
-    conversation.append(Message("user", results if reply.calls else (*results, TextBlock(TEXT_CALL_HINT))))
+    conversation.append(Message("user", tuple(o.result for o in outcomes)))
     for o in outcomes:
         emit(tool_end(o, cap.ratio))
-    return len(uses)
+    return Batch(ran=len(uses))
+
+
+def _label(use: ToolUse) -> str:
+    args = " ".join(str(v) for v in use.input.values())
+    return f"{use.name} {args}".strip()
 
 
 def tool_end(o: CallOutcome, ratio: float) -> ToolEnd:
@@ -123,6 +140,12 @@ def _use(call_id: str, name: str, arguments: str | dict[str, object]) -> ToolUse
         parsed = None
     # Malformed arguments are kept verbatim so the tool result can quote them back to the model.
     return ToolUse(call_id, name, parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments})
+
+
+def seen_calls(messages: Sequence[Message]) -> set[str]:
+    """Calls whose result, good or an error, the conversation still shows (not cleared)."""
+    shown = {r.tool_use_id for m in messages for r in m.tool_results if not r.cleared}
+    return {_key(u) for m in messages for u in m.tool_uses if u.id in shown}
 
 
 def answered_calls(messages: Sequence[Message]) -> dict[str, str]:

@@ -199,6 +199,7 @@ class Slow:
     def __init__(self) -> None:
         self.name = "Slow"
         self.description = "Takes a minute."
+        self.batch = False
         self.input_schema: dict[str, Any] = {"type": "object", "properties": {}}
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:

@@ -66,6 +66,9 @@ class Config:
     max_tokens: int = 8192
     max_turns: int = 25
     temperature: float | None = None
+    # auto: constrained steps where the server can force a JSON schema (aforo.steps), else tool
+    # definitions; "constrained" / "native" choose one.
+    tool_mode: str = "auto"
     tokenizer: Path | None = None
     policy: Policy = field(default_factory=Policy)
     # Short names for models (`[aliases] coder = "qwen2.5-coder:7b-instruct"`): `-m coder` asks for the
@@ -97,7 +100,9 @@ _STR_KEYS = {
     "lane",
     "compact_lane",
     "compact_model",
+    "tool_mode",
 }
+TOOL_MODES = ("auto", "constrained", "native")
 _FLOAT_KEYS = {
     "checkpoint_session_quota_mb",
     "checkpoint_total_quota_mb",
@@ -128,6 +133,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: {key} must be a non-empty string, got {shown}")
     if key == "server" and value not in SERVER_KINDS:
         raise ConfigError(f"{where}: server must be one of {', '.join(SERVER_KINDS)}, got {value!r}")
+    if key == "tool_mode" and value not in TOOL_MODES:
+        raise ConfigError(f"{where}: tool_mode must be one of {', '.join(TOOL_MODES)}, got {value!r}")
     if key == "engine" and value != "local":
         raise ConfigError(f'{where}: engine must be "local" (or absent), got {value!r}')
     return value

@@ -11,7 +11,7 @@ import textwrap
 from typing import Any
 
 from aforo import __version__
-from aforo.cli.config import NOT_GIVEN, SERVER_KINDS
+from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, TOOL_MODES
 from aforo.cli.session_keeper import LATEST
 from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 
@@ -88,6 +88,13 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         help=f"how long one answer may take in all ({ANSWER_TIMEOUT.value:g})",
     )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
+    parser.add_argument(
+        "--tool-mode",
+        choices=TOOL_MODES,
+        default=NOT_GIVEN,
+        help="constrained: each answer is one JSON step the server's schema forces; native: tool "
+        "definitions (auto: constrained where the server can)",
+    )
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
     parser.add_argument("--lane", default=NOT_GIVEN, help="the [lanes.NAME] the conversation runs on")
     parser.add_argument(
@@ -131,6 +138,7 @@ CONFIG_FLAGS = (
     "max_turns",
     "temperature",
     "server",
+    "tool_mode",
     "tokenizer",
     "read_timeout",
     "answer_timeout",

@@ -44,6 +44,7 @@ EXIT_CODES = {
     "error": 1,
     "context_overflow": 3,
     "max_turns": 4,
+    "no_progress": 4,
     "max_tokens": 5,
     "refusal": 5,
     "aborted": 130,

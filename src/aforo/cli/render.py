@@ -176,6 +176,8 @@ class HumanRenderer:
             f"window: {f['window']} tokens from {f.get('window_source')}, {f.get('reserve')} reserved for "
             f"the answer, counts {counts} ({f.get('counter')})",
         ]
+        if f.get("tool_mode") == "constrained":
+            lines.append("tools: each answer is one JSON step the server's schema forces (--tool-mode)")
         if f.get("answers") == "held":
             lines.append(HELD_NOTE.format(server=f.get("server")))
         if "compact_lane" in f:

@@ -188,6 +188,7 @@ def build_runtime(
         compaction=compaction,
     )
     registry = default_registry(cfg.workspace)
+    constrained = constrain(cfg.tool_mode, main)
     prompt = system_prompt(cfg.workspace)
     for warning in prompt.warnings:
         emit(Warning(warning))
@@ -200,9 +201,19 @@ def build_runtime(
         max_turns=cfg.max_turns,
         temperature=cfg.temperature,
         live_text=live,
+        constrained=constrained,
     )
-    emit(Info({**_info(cfg, main, compaction), "answers": "streamed" if live else "held"}))
+    mode = "constrained" if constrained else "native"
+    emit(Info({**_info(cfg, main, compaction), "answers": "streamed" if live else "held", "tool_mode": mode}))
     return Runtime(agent, main.server, main.provider, main.counter, main.model)
+
+
+def constrain(mode: str, lane: OpenLane) -> bool:
+    """Whether each answer is one constrained step: asked for, or (auto) where the server can force a
+    JSON schema. A server that turns the schema down gets tool definitions instead (the agent)."""
+    if mode != "auto":
+        return mode == "constrained"
+    return lane.kind.constrains is not None and lane.kind.constrains(lane.server)
 
 
 def _info(cfg: Config, main: OpenLane, compaction: Lane | None) -> dict[str, object]:

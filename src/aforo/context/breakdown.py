@@ -11,8 +11,9 @@ import math
 from dataclasses import dataclass
 
 from aforo.context.budget import Budget
-from aforo.context.tokens import CHARS_PER_TOKEN, Count, message_chars, tools_chars
+from aforo.context.tokens import CHARS_PER_TOKEN, Count, message_chars
 from aforo.messages import Request, TextBlock, ToolResult, ToolUse
+from aforo.steps import definition_chars
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ def break_down(request: Request, budget: Budget, count: Count, ratio: float) -> 
     for part in request.system:
         key = "AGENTS.md" if part.name == "AGENTS.md" else "system prompt"
         chars[key] += len(part.text)
-    chars["tool definitions"] = tools_chars(request.tools)
+    chars["tool definitions"] = definition_chars(request)
     chars.update({"user messages": 0, "assistant messages": 0, "tool results": 0, "cleared results": 0})
     for message in request.messages:
         overhead = message_chars(message) - sum(_block_chars(b) for b in message.content)

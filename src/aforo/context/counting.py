@@ -15,12 +15,12 @@ from aforo.context.tokens import (
     Count,
     MessageEstimates,
     frame_key,
-    tools_chars,
 )
 from aforo.errors import ProviderError
 from aforo.events import EventSink, Warning
 from aforo.messages import Request
 from aforo.protocols import TokenCounter
+from aforo.steps import definition_chars
 
 ESTIMATE = "estimate"
 
@@ -41,7 +41,7 @@ class Meter:
         """The uncalibrated estimate of `request`."""
         key = frame_key(request)
         if self._fixed[0] != key:
-            self._fixed = (key, len(request.system_text) + tools_chars(request.tools))
+            self._fixed = (key, len(request.system_text) + definition_chars(request))
         return math.ceil((self._fixed[1] + self.estimates.total_chars(request.messages)) / CHARS_PER_TOKEN)
 
     def count(self, request: Request) -> Count:

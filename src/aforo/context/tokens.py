@@ -12,7 +12,8 @@ import math
 import operator
 from dataclasses import dataclass
 
-from aforo.messages import Message, Request, TextBlock, ToolSpec, ToolUse, messages_to_list
+from aforo.messages import Message, Request, TextBlock, ToolUse, messages_to_list
+from aforo.steps import definition_chars
 
 CHARS_PER_TOKEN = 4
 # Role markers and template framing that every message costs, in characters.
@@ -44,8 +45,8 @@ def chars_for(tokens: int, ratio: float = 1.0) -> int:
 
 
 def frame_key(request: Request) -> int:
-    """What identifies a request's fixed part (system prompt and tools) across turns."""
-    return hash((request.system, tuple(t.name for t in request.tools)))
+    """What identifies a request's fixed part (system prompt, tools, reply format) across turns."""
+    return hash((request.system, tuple(t.name for t in request.tools), request.constrained))
 
 
 def conversation_bytes(messages: list[Message] | tuple[Message, ...]) -> int:
@@ -65,17 +66,13 @@ def message_chars(message: Message) -> int:
     return chars
 
 
-def tools_chars(tools: tuple[ToolSpec, ...]) -> int:
-    return sum(len(json.dumps(t.to_dict(), ensure_ascii=False)) for t in tools)
-
-
 def estimate_message(message: Message) -> int:
     return math.ceil(message_chars(message) / CHARS_PER_TOKEN)
 
 
 def estimate_request(request: Request) -> int:
     """The raw (uncalibrated) estimate of a whole request; what the fake provider reports as usage."""
-    chars = len(request.system_text) + tools_chars(request.tools)
+    chars = len(request.system_text) + definition_chars(request)
     chars += sum(message_chars(m) for m in request.messages)
     return math.ceil(chars / CHARS_PER_TOKEN)
 

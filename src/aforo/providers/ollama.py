@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from aforo import steps
 from aforo.errors import HTTPStatusError, ProtocolError, ProviderError
 from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.messages import (
@@ -44,6 +45,8 @@ from aforo.wire.openai_chat import tools_to_openai
 
 # The first release whose /api/chat accepts "truncate": false (older ones would truncate anyway).
 TRUNCATE_FLAG_SINCE = (0, 12, 6)
+# The first release whose `format` takes a JSON schema, not only "json".
+SCHEMA_FORMAT_SINCE = (0, 5, 0)
 
 DONE_REASONS: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens"}
 
@@ -59,6 +62,12 @@ def parse_version(version: str | None) -> tuple[int, ...] | None:
 def supports_truncate_flag(version: str | None) -> bool:
     parsed = parse_version(version)
     return parsed is not None and parsed >= TRUNCATE_FLAG_SINCE
+
+
+def supports_schema_format(version: str | None) -> bool:
+    """Whether /api/chat takes a JSON schema as `format` (structured outputs, Ollama 0.5.0)."""
+    parsed = parse_version(version)
+    return parsed is not None and parsed >= SCHEMA_FORMAT_SINCE
 
 
 def messages_to_ollama(request: Request) -> list[dict[str, Any]]:
@@ -155,9 +164,10 @@ class OllamaProvider:
         return self._version
 
     def body(self, request: Request) -> dict[str, Any]:
+        constrained = request.constrained
         body: dict[str, Any] = {
             "model": request.model or self.model,
-            "messages": messages_to_ollama(request),
+            "messages": steps.wire_messages(request) if constrained else messages_to_ollama(request),
             "stream": True,
             # num_ctx overrides every default (Modelfile, OLLAMA_CONTEXT_LENGTH): server and budget agree.
             "options": {
@@ -166,7 +176,10 @@ class OllamaProvider:
                 **({} if request.temperature is None else {"temperature": request.temperature}),
             },
         }
-        if request.tools:
+        if constrained:
+            # A JSON schema as `format` (Ollama 0.5+) forces one step, answer or calls (aforo.steps).
+            body["format"] = steps.schema(request.tools, answer_only=request.answer_only)
+        elif request.tools and not request.answer_only:  # no tool_choice in /api/chat: no tools at all
             body["tools"] = tools_to_openai(request.tools)
         if supports_truncate_flag(self.version):
             body["truncate"] = False

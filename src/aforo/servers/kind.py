@@ -65,6 +65,9 @@ class ServerKind:
     # one the server will serve, whatever it serves now.
     sets_window: bool = False
     probe_note: str = ""  # what `aforo probe`, which measures the OpenAI endpoint, adds for this kind
+    # Whether this server (its version, say) can force an answer to a JSON schema, so each answer is one
+    # constrained step (aforo.steps); None: not known to, tool definitions are sent instead.
+    constrains: Callable[[ServerInfo], bool] | None = None
 
 
 def kind_named(kinds: Sequence[ServerKind], name: str) -> ServerKind:

@@ -37,6 +37,7 @@ GLOB_SCHEMA: dict[str, Any] = {
 
 class Glob:
     name = "Glob"
+    batch = False
     description = "Find files by glob ('*.py', 'src/**/test_*.py'), newest first. Skips .gitignored files."
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):

@@ -64,6 +64,7 @@ GREP_SCHEMA: dict[str, Any] = {
 
 class Grep:
     name = "Grep"
+    batch = False
     description = (
         "Search file contents by regex (ripgrep). Skips .gitignored files. output_mode: content "
         "(path:line:text, default), files_with_matches or count."

@@ -36,6 +36,7 @@ LS_SCHEMA: dict[str, Any] = {
 
 class LS:
     name = "LS"
+    batch = False
     description = "List a directory (default: workspace root); directories end with '/'."
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):

@@ -1,5 +1,12 @@
 """Read: a text file with line numbers, a window of it at a time.
 
+Not every line carries its number: a number before every line costs 25-45 % more tokens than the file
+itself (measured on this repository's code with Qwen2.5-Coder's tokenizer: `{n:>6}\t` +45 %, `{n}\t`
++25 %), and the tool result is the largest thing in a small window. The window's first line is numbered,
+then each line where a block starts (the first after a blank one: a `def`, a `class`, a paragraph) and
+at least every `NUMBER_EVERY` lines, which costs +4 %; a line between two numbers is counted from the
+one above it.
+
 Only what is shown is decoded. The lines before `offset` are skipped by counting newlines in large
 chunks, and the lines after the window are counted the same way, to tell the model how to read on.
 Each shown line is read with a byte limit, so one 1 GB line costs only what is shown. Everything one
@@ -11,17 +18,25 @@ a FIFO or a device would block or never end.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
+import re
 from collections.abc import Callable, Iterator
+from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from aforo.errors import LimitExceeded, ToolError
 from aforo.limits import READ_BYTES
 from aforo.protocols import ToolContext, ToolOutput
+from aforo.tools import ripgrep
 from aforo.tools.deadline import check
+from aforo.tools.names import show
 from aforo.tools.workspace import open_regular, relative, resolve, root_of
 
 DEFAULT_LIMIT = 2000
+NUMBER_EVERY = 10
+_LOOKS_NUMBERED = re.compile(r"\d+\t")
+_SUGGESTIONS = 5
 MAX_LINE_CHARS = 2000
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8
 _SNIFF_BYTES = 8192
@@ -53,6 +68,7 @@ READ_SCHEMA: dict[str, Any] = {
 
 class Read:
     name = "Read"
+    batch = True
     description = "Read a text file with line numbers. For long files pass offset (first line) and limit."
 
     def __init__(self, default_limit: int = DEFAULT_LIMIT, max_bytes: int = int(READ_BYTES.value)):
@@ -64,6 +80,8 @@ class Read:
         root = root_of(ctx.workspace)
         path = resolve(ctx.workspace, str(args["file_path"]))
         shown_path = relative(root, path)
+        if not os.path.lexists(path):
+            raise ToolError(_not_found(root, shown_path, ctx))
         offset = int(args.get("offset") or 1)
         limit = int(args.get("limit") or self.default_limit)
         with open_regular(path, shown_path) as f:
@@ -84,6 +102,20 @@ class Read:
                     )
                 return _past_end(shown_path, passed + int(tail), offset)
             return _render(source, shown_path, offset, limit, ctx.max_chars)
+
+
+def _not_found(root: Path, shown_path: str, ctx: ToolContext) -> str:
+    """Why the file is not there, with the workspace's files of a like name: a small model guesses
+    paths (`stopwords.txt` for `wordfreq/stopwords.py`) and goes on from a named candidate."""
+    wanted = PurePosixPath(shown_path)
+    files = ripgrep.list_files(root, ctx)
+    by_name = sorted(f for f in files if PurePosixPath(f).name == wanted.name)
+    stems = {PurePosixPath(f).stem: f for f in sorted(files)}
+    close = difflib.get_close_matches(wanted.stem, list(stems), n=_SUGGESTIONS, cutoff=0.6)
+    found = list(dict.fromkeys([*by_name, *(stems[s] for s in close)]))[:_SUGGESTIONS]
+    if not found:
+        return f"{shown_path} does not exist; use Glob or LS to find the right path"
+    return f"{shown_path} does not exist. Files with a like name: {', '.join(show(f) for f in found)}"
 
 
 class _Source:
@@ -157,12 +189,18 @@ def _render(source: _Source, shown_path: str, offset: int, limit: int, max_chars
     size = 0
     invalid_utf8 = False
     last = offset - 1  # the last line read
+    numbered, after_blank = offset - NUMBER_EVERY, True  # the last line shown with its number
     for last, (raw, dropped) in enumerate(_lines(source), start=offset):
         text, bad = _decode(raw, cut=dropped > 0)
         invalid_utf8 |= bad
         if dropped or len(text) > MAX_LINE_CHARS:
             text = text[:MAX_LINE_CHARS] + " … [line cut: too long]"
-        entry = f"{last:>6}\t{text}"
+        blank = not text.strip()
+        entry = text
+        block = not blank and (after_blank or last - numbered >= NUMBER_EVERY)
+        if last == offset or block or _LOOKS_NUMBERED.match(text):
+            entry, numbered = f"{last}\t{text}", last
+        after_blank = blank
         out.append(entry)
         size += len(entry) + 1
         if last - offset + 1 >= limit or (budget is not None and size >= budget):

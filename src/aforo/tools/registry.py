@@ -54,7 +54,7 @@ class ToolRegistry:
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(ToolSpec(t.name, t.description, t.input_schema) for t in self._tools.values())
+        return tuple(ToolSpec(t.name, t.description, t.input_schema, t.batch) for t in self._tools.values())
 
     @property
     def names(self) -> frozenset[str]:

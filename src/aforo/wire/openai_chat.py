@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from aforo import steps
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolSpec, ToolUse
 
 
@@ -61,15 +62,26 @@ def messages_to_openai(request: Request) -> list[dict[str, Any]]:
     return wire
 
 
+def step_format(request: Request) -> dict[str, Any]:
+    """`response_format` forcing one constrained step (llama-server, vLLM, LM Studio read it)."""
+    schema = steps.schema(request.tools, answer_only=request.answer_only)
+    return {"type": "json_schema", "json_schema": {"name": "step", "strict": True, "schema": schema}}
+
+
 def chat_body(request: Request, *, stream: bool = True) -> dict[str, Any]:
+    constrained = request.constrained
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": messages_to_openai(request),
+        "messages": steps.wire_messages(request) if constrained else messages_to_openai(request),
         "max_tokens": request.max_tokens,
         "stream": stream,
     }
-    if request.tools:
+    if constrained:
+        body["response_format"] = step_format(request)
+    elif request.tools:
         body["tools"] = tools_to_openai(request.tools)
+        if request.answer_only:
+            body["tool_choice"] = "none"
     if request.temperature is not None:
         body["temperature"] = request.temperature
     if stream:

@@ -1,0 +1,322 @@
+"""Constrained steps: each answer of the model is one JSON object, a batch of tool calls or the answer.
+
+Where a server can force its output to a JSON schema (llama-server's `response_format`, Ollama's
+`format`), a small model that would otherwise write malformed calls, invent call shapes or ramble
+always produces a well-formed step. Measured with Qwen2.5-Coder 0.5B (shared/notes/small-models.md): a
+`{"read": [paths]}` form makes it read every file it needs in one step; what it cannot judge is when it
+has enough, which the agent settles (a step that only repeats calls it has the results of is followed
+by a request whose schema allows only the answer).
+
+Everything here is derived from the tools' specs: the schema, the few lines that tell the model the
+reply format (sent instead of the tools' JSON definitions, which cost far more), the rendering of the
+conversation in the form the model writes, and the parsing of its step. The answer streams as it is
+generated: `AnswerStream` decodes the JSON string of `{"answer": "..."}` piece by piece.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aforo.messages import Message, Request, TextBlock, ToolResult, ToolSpec, ToolUse
+
+ANSWER = "answer"
+Call = tuple[str, dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class StepForm:
+    """How one tool is written as a step: `{key: primary, other arguments...}`; a `batch` tool takes a
+    list under its key, one call per item, the other arguments shared."""
+
+    tool: str
+    key: str
+    primary: str
+    batch: bool
+    schema: dict[str, Any]
+
+    def object_schema(self) -> dict[str, Any]:
+        props = dict(self.schema.get("properties", {}))
+        primary = _bare(props.pop(self.primary, {"type": "string"}))
+        value = {"type": "array", "items": primary, "minItems": 1} if self.batch else primary
+        return {
+            "type": "object",
+            "properties": {self.key: value, **{k: _bare(v) for k, v in props.items()}},
+            "required": [self.key],
+            "additionalProperties": False,
+        }
+
+    def calls(self, step: dict[str, Any]) -> list[Call]:
+        value = step[self.key]
+        rest = {k: v for k, v in step.items() if k != self.key}
+        items = value if self.batch and isinstance(value, list) else [value]
+        return [(self.tool, {self.primary: item, **rest}) for item in items]
+
+
+def _bare(schema: Any) -> Any:
+    """A property's schema without its description: the format text says what each key is for."""
+    return {k: v for k, v in schema.items() if k != "description"} if isinstance(schema, dict) else schema
+
+
+def forms(tools: Sequence[ToolSpec]) -> list[StepForm]:
+    out = []
+    for tool in tools:
+        schema = tool.input_schema
+        props = list(schema.get("properties", {}))
+        primary = next(iter(schema.get("required", [])), props[0] if props else "")
+        if primary:
+            out.append(StepForm(tool.name, tool.name.lower(), primary, tool.batch, schema))
+    return out
+
+
+_ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {ANSWER: {"type": "string"}},
+    "required": [ANSWER],
+    "additionalProperties": False,
+}
+
+
+def schema(tools: Sequence[ToolSpec], *, answer_only: bool = False) -> dict[str, Any]:
+    """The JSON schema of one step: one of the tools' forms, or the answer."""
+    if answer_only:
+        return _ANSWER_SCHEMA
+    return {"oneOf": [*(f.object_schema() for f in forms(tools)), _ANSWER_SCHEMA]}
+
+
+def instructions(tools: Sequence[ToolSpec]) -> str:
+    """The reply format, for the system prompt: one line per tool, from its spec. The same when only
+    the answer is allowed (the schema says so): the prompt, and the server's cache of it, stay the same."""
+    lines = ["Reply with one JSON object:"]
+    for f in forms(tools):
+        example = '["path", ...]' if f.batch else '"..."'
+        extra = "".join(f', "{k}": ...' for k in f.schema.get("properties", {}) if k != f.primary)
+        lines.append(f'{{"{f.key}": {example}{extra}}} {_first_sentence(tool_description(tools, f.tool))}')
+    lines.append(f'{{"{ANSWER}": "..."}} your answer, once you know it; cite file:line.')
+    return "\n".join(lines)
+
+
+def tool_description(tools: Sequence[ToolSpec], name: str) -> str:
+    return next((t.description for t in tools if t.name == name), "")
+
+
+def _first_sentence(text: str) -> str:
+    head, dot, _ = text.partition(". ")
+    return head + "." if dot else text
+
+
+# --- the conversation, as the model writes it ------------------------------------------------------
+
+
+def step_text(uses: Sequence[ToolUse], tools: Sequence[ToolSpec]) -> str:
+    """The calls of one assistant message as the step(s) the model would have written for them."""
+    by_tool = {f.tool: f for f in forms(tools)}
+    steps: list[dict[str, Any]] = []
+    for use in uses:
+        form = by_tool.get(use.name)
+        if form is None or form.primary not in use.input:
+            steps.append({"tool": use.name, **use.input})
+            continue
+        rest = {k: v for k, v in use.input.items() if k != form.primary}
+        last = steps[-1] if steps else None
+        same = (
+            last is not None and form.key in last and {k: v for k, v in last.items() if k != form.key} == rest
+        )
+        if form.batch and same and last is not None:
+            last[form.key].append(use.input[form.primary])
+            continue
+        primary = [use.input[form.primary]] if form.batch else use.input[form.primary]
+        steps.append({form.key: primary, **rest})
+    return "\n".join(json.dumps(s, ensure_ascii=False) for s in steps)
+
+
+def answer_text(text: str) -> str:
+    return json.dumps({ANSWER: text}, ensure_ascii=False)
+
+
+def result_label(use: ToolUse | None) -> str:
+    if use is None:
+        return "the tool"
+    target = next((v for v in use.input.values() if isinstance(v, str)), "")
+    return f"{use.name} {target}".strip()
+
+
+def render(messages: Iterable[Message], tools: Sequence[ToolSpec]) -> list[dict[str, str]]:
+    """The conversation as plain user/assistant turns in the step form: the model's own turns as the
+    JSON it writes, tool results as text naming their call (no tool roles, no call ids)."""
+    uses: dict[str, ToolUse] = {}
+    wire: list[dict[str, str]] = []
+    for message in messages:
+        if message.role == "assistant":
+            calls = message.tool_uses
+            uses.update((u.id, u) for u in calls)
+            wire.append(
+                {
+                    "role": "assistant",
+                    "content": step_text(calls, tools) if calls else answer_text(message.text),
+                }
+            )
+            continue
+        parts = []
+        for block in message.content:
+            if isinstance(block, ToolResult):
+                label = result_label(uses.get(block.tool_use_id))
+                head = f"Error from {label}:" if block.is_error else f"Result of {label}:"
+                parts.append(f"{head}\n{block.content}")
+            elif isinstance(block, TextBlock) and block.text:
+                parts.append(block.text)
+        wire.append({"role": "user", "content": "\n\n".join(parts)})
+    return wire
+
+
+def system_text(request: Request) -> str:
+    """The system prompt a constrained request sends: aforo's, then the reply format."""
+    fmt = instructions(request.tools)
+    return f"{request.system_text}\n\n{fmt}" if request.system_text else fmt
+
+
+def wire_messages(request: Request) -> list[dict[str, str]]:
+    """A constrained request's whole conversation as plain chat turns (system first)."""
+    return [{"role": "system", "content": system_text(request)}, *render(request.messages, request.tools)]
+
+
+def definition_chars(request: Request) -> int:
+    """What telling the model about the tools costs, in characters: the reply format of a constrained
+    request, or the tools' JSON definitions."""
+    if request.constrained:
+        return len(system_text(request)) - len(request.system_text)
+    return sum(len(json.dumps(t.to_dict(), ensure_ascii=False)) for t in request.tools)
+
+
+# --- the model's step -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one constrained answer says: calls to run, or the answer (`calls` empty)."""
+
+    calls: tuple[Call, ...] = ()
+    answer: str = ""
+
+
+def parse(text: str, tools: Sequence[ToolSpec]) -> Step | None:
+    """The step `text` holds, or None when it is not one (a server that ignored the schema)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    if set(value) == {ANSWER} and isinstance(value[ANSWER], str):
+        return Step(answer=value[ANSWER])
+    for form in forms(tools):
+        if form.key in value:
+            return Step(calls=tuple(form.calls(value)))
+    return None
+
+
+class AnswerStream:
+    """Decodes a streamed step: once it is seen to be `{"answer": "...`, the answer's characters are
+    given out as they arrive (escapes decoded, even split across pieces); a call step is held whole.
+
+    The scan is linear: each character is looked at once, whatever the pieces' sizes."""
+
+    def __init__(self) -> None:
+        self.raw: list[str] = []
+        self._head = ""  # what came before the answer's opening quote, while undecided
+        self._state = "head"  # head | answer | escape | unicode | done | other
+        self._unicode = ""
+        self._high = ""  # a high surrogate's \\uXXXX, waiting for its low half
+
+    def feed(self, piece: str) -> str:
+        self.raw.append(piece)
+        if self._state == "head":
+            self._head += piece
+            opened = _answer_opening(self._head)
+            if opened is None:
+                return ""
+            if opened < 0:
+                self._state = "other"
+                return ""
+            self._state = "answer"
+            piece = self._head[opened:]
+        out: list[str] = []
+        for ch in piece:
+            if self._state == "answer":
+                if ch == "\\":
+                    self._state = "escape"
+                elif ch == '"':
+                    self._state = "done"
+                else:
+                    out.append(self._flush_high() + ch)
+            elif self._state == "escape":
+                if ch == "u":
+                    self._state, self._unicode = "unicode", ""
+                else:
+                    out.append(self._flush_high() + _ESCAPES.get(ch, ch))
+                    self._state = "answer"
+            elif self._state == "unicode":
+                self._unicode += ch
+                if len(self._unicode) == 4:
+                    out.append(self._code_unit(self._unicode))
+                    self._state = "answer"
+            else:
+                break
+        return "".join(out)
+
+    def _code_unit(self, digits: str) -> str:
+        try:
+            unit = int(digits, 16)
+        except ValueError:
+            return self._flush_high() + "\\u" + digits
+        if 0xD800 <= unit < 0xDC00:
+            held, self._high = self._flush_high(), chr(unit)
+            return held
+        if 0xDC00 <= unit < 0xE000 and self._high:
+            high, self._high = self._high, ""
+            return chr(((ord(high) - 0xD800) << 10) + (unit - 0xDC00) + 0x10000)
+        return self._flush_high() + chr(unit)
+
+    def _flush_high(self) -> str:
+        held, self._high = self._high, ""
+        return held
+
+    @property
+    def streaming_answer(self) -> bool:
+        return self._state not in ("head", "other")
+
+    @property
+    def text(self) -> str:
+        return "".join(self.raw)
+
+    def finish(self, tools: Sequence[ToolSpec]) -> tuple[str, list[Call]]:
+        """Once the answer is complete: the text not given out yet, and the calls of a call step. A
+        text that is no step (a server that ignored the schema) is given out whole, as plain text."""
+        if self.streaming_answer:
+            return self._flush_high(), []
+        step = parse(self.text, tools)
+        if step is None:
+            return self.text, []
+        return step.answer, list(step.calls)
+
+
+_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_WS = " \t\r\n"
+
+
+def _answer_opening(head: str) -> int | None:
+    """Where the answer's characters start in `head` (just past `{"answer": "`), -1 when `head` cannot
+    be the start of an answer step, None while it may still become one."""
+    i = 0
+    for expected in ("{", f'"{ANSWER}"', ":", '"'):
+        while i < len(head) and head[i] in _WS:
+            i += 1
+        got = head[i : i + len(expected)]
+        if got != expected[: len(got)]:
+            return -1
+        if len(got) < len(expected):
+            return None
+        i += len(expected)
+    return i
