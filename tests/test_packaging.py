@@ -30,6 +30,12 @@ def test_the_metadata_says_who_and_what() -> None:
     # expression (setuptools refuses both).
     assert PROJECT["requires-python"] == ">=3.11" and "Programming Language :: Python :: 3.11" in classifiers
     assert not any(c.startswith("License ::") for c in classifiers)
+    assert PROJECT["urls"] == {
+        "Homepage": "https://github.com/aforo-dev/aforo",
+        "Repository": "https://github.com/aforo-dev/aforo",
+        "Issues": "https://github.com/aforo-dev/aforo/issues",
+        "Documentation": "https://github.com/aforo-dev/aforo#readme",
+    }
 
 
 def test_every_dependency_is_a_range_with_a_ceiling() -> None:
