@@ -85,7 +85,7 @@ class Agent:
         return self.governor.conversation.messages
 
     def request(self, answer_only: bool = False) -> Request:
-        reserve, tools = self.governor.budget.reserve, self.tools.specs
+        reserve, tools = self.governor.budget.reserve, self.tools.specs_for(self.governor.budget.window)
         model, constrained = self.provider.model, self.constrained
         return Request(
             model, self.system, tools, self.messages, reserve, self.temperature, constrained, answer_only

@@ -46,6 +46,9 @@ JSON_DEPTH = limit("json_depth", 64, "levels", "nesting of JSON from servers, te
 TOOL_SECONDS = limit("tool_seconds", 30, "seconds", "wall time of one tool call")
 READ_BYTES = limit("read_bytes", 256 * MiB, "bytes", "file bytes one Read call scans")
 AGENTS_MD_BYTES = limit("agents_md_bytes", 16_000, "bytes", "AGENTS.md bytes put in the system prompt")
+OVERVIEW_CHARS = limit(
+    "overview_chars", 600, "characters", "the list of the workspace's files in the system prompt"
+)
 TEXT_CALL_LITERAL_CHARS = limit(
     "text_call_literal_chars",
     16 * KiB,

@@ -100,6 +100,13 @@ class ToolSpec:
     # Written as a constrained step, the tool takes a list of its first argument (aforo.steps).
     batch: bool = False
 
+    def lean(self) -> ToolSpec:
+        """The same tool said in fewer tokens: its first sentence, its arguments without descriptions."""
+        props = self.input_schema.get("properties", {})
+        bare = {k: {a: b for a, b in v.items() if a != "description"} for k, v in props.items()}
+        short = self.description.partition(". ")[0].removesuffix(".") + "."
+        return ToolSpec(self.name, short, {**self.input_schema, "properties": bare}, self.batch)
+
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
 

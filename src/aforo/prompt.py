@@ -1,7 +1,13 @@
-"""The system prompt: aforo's base instructions, then the project's AGENTS.md (SPEC §1.4).
+"""The system prompt: aforo's base instructions, the workspace's files, the project's AGENTS.md (SPEC §1.4).
 
 Both live outside `messages`, so neither clearing nor compaction touches them; they are sent whole on
 every request, so every line costs context on every turn (`/context` shows how much).
+
+The list of files is what a small model lacks most: without it Qwen2.5-Coder 0.5B guesses paths
+(`stopwords.txt` for `wordfreq/stopwords.py`, AGENTS.md for everything) instead of searching. It is the
+files ripgrep would search (ignore files honoured), grouped by directory, within `overview_chars`;
+a workspace too large for that is shown as its top-level entries with file counts. Names are escaped
+(`names.show`): they come from the workspace.
 
 AGENTS.md comes from the workspace, which is not trusted: it is read like a tool reads a file (confined
 to the workspace, a regular file only, never blocking) and at most `agents_md_bytes` of it is read at
@@ -11,25 +17,32 @@ all. When it cannot be used, or is cut, the caller gets a warning to show instea
 from __future__ import annotations
 
 import codecs
+import time
+from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from aforo.errors import ToolError
-from aforo.limits import AGENTS_MD_BYTES
+from aforo.limits import AGENTS_MD_BYTES, OVERVIEW_CHARS
 from aforo.messages import SystemPart
+from aforo.protocols import ToolContext
 from aforo.tools.names import show
+from aforo.tools.ripgrep import list_files
 from aforo.tools.workspace import open_regular, resolve
 
 INSTRUCTIONS_FILE = "AGENTS.md"
+OVERVIEW = "workspace files"
+# Listing the files is a help, not a need: a huge tree that takes longer than this goes without one.
+OVERVIEW_SECONDS = 2.0
 
 # The workspace is named, not spelled as an absolute path: tools take relative paths, the model's
 # answers then do not depend on where the checkout lives (the same run reproduces on any machine), and
 # the user's home directory does not leak into every request.
-BASE = """You are aforo, a read-only coding assistant. You work in the workspace "{workspace}".
-You can only read: Glob finds files, Grep searches their contents, Read shows a file with line numbers,
-LS lists a directory. Paths are relative to the workspace. Call a tool whenever you need to see code;
-never guess what a file contains. When you know the answer, reply concisely and cite the files (and
-lines) you used."""
+# Every token of it is resent on every turn of a small window: what the tools do is said once, by them
+# (their definitions, or the reply format of constrained steps), not again here.
+BASE = """You are aforo, a read-only coding assistant in the workspace "{workspace}"; paths are relative \
+to it. Look at the code before you answer: never guess what a file contains. Answer concisely and cite \
+the files and lines you used (file:line)."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +89,45 @@ def load_instructions(workspace: Path, max_bytes: int = int(AGENTS_MD_BYTES.valu
     return Instructions(text, warning)
 
 
+def overview(files: list[str], max_chars: int = int(OVERVIEW_CHARS.value)) -> str | None:
+    """The files, one line per directory (`dir/: a.py b.py`), or the top-level entries with how many
+    files each holds when that is longer than `max_chars`; None when even that does not fit."""
+    by_dir: dict[str, list[str]] = defaultdict(list)
+    for name in sorted(files):
+        path = PurePosixPath(name)
+        by_dir[str(path.parent)].append(show(path.name))
+    lines = [("" if d == "." else f"{show(d)}/: ") + " ".join(names) for d, names in sorted(by_dir.items())]
+    text = "\n".join(lines)
+    if len(text) > max_chars:
+        tops: dict[str, int] = defaultdict(int)
+        for name in files:
+            head, sep, _ = name.partition("/")
+            tops[show(head) + ("/" if sep else "")] += 1
+        text = " ".join(_top(t, n) for t, n in sorted(tops.items()))
+    if not text or len(text) > max_chars:
+        return None
+    return f"The workspace's files:\n{text}"
+
+
+def _top(entry: str, files: int) -> str:
+    if not entry.endswith("/"):
+        return entry
+    return f"{entry} ({files} file{'' if files == 1 else 's'})"
+
+
+def workspace_files(workspace: Path) -> list[str]:
+    ctx = ToolContext(workspace, deadline=time.monotonic() + OVERVIEW_SECONDS)
+    try:
+        return sorted(list_files(workspace.resolve(), ctx))
+    except ToolError:
+        return []
+
+
 def system_prompt(workspace: Path) -> SystemPrompt:
     parts = [SystemPart(BASE.format(workspace=show(workspace.resolve().name) or "/"), "system prompt")]
+    listing = overview(workspace_files(workspace))
+    if listing:
+        parts.append(SystemPart(listing, OVERVIEW))
     instructions = load_instructions(workspace)
     if instructions.text:
         parts.append(SystemPart(instructions.text, INSTRUCTIONS_FILE))

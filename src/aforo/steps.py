@@ -36,14 +36,16 @@ class StepForm:
     primary: str
     batch: bool
     schema: dict[str, Any]
+    summary: str  # what the tool does, in a few words (its first sentence)
 
     def object_schema(self) -> dict[str, Any]:
+        # Without the arguments' descriptions: the reply format says what each key is for.
         props = dict(self.schema.get("properties", {}))
-        primary = _bare(props.pop(self.primary, {"type": "string"}))
+        primary = props.pop(self.primary, {"type": "string"})
         value = {"type": "array", "items": primary, "minItems": 1} if self.batch else primary
         return {
             "type": "object",
-            "properties": {self.key: value, **{k: _bare(v) for k, v in props.items()}},
+            "properties": {self.key: value, **props},
             "required": [self.key],
             "additionalProperties": False,
         }
@@ -55,19 +57,16 @@ class StepForm:
         return [(self.tool, {self.primary: item, **rest}) for item in items]
 
 
-def _bare(schema: Any) -> Any:
-    """A property's schema without its description: the format text says what each key is for."""
-    return {k: v for k, v in schema.items() if k != "description"} if isinstance(schema, dict) else schema
-
-
 def forms(tools: Sequence[ToolSpec]) -> list[StepForm]:
     out = []
     for tool in tools:
-        schema = tool.input_schema
+        lean = tool.lean()
+        schema = lean.input_schema
         props = list(schema.get("properties", {}))
         primary = next(iter(schema.get("required", [])), props[0] if props else "")
         if primary:
-            out.append(StepForm(tool.name, tool.name.lower(), primary, tool.batch, schema))
+            summary = lean.description.removesuffix(".")
+            out.append(StepForm(tool.name, tool.name.lower(), primary, tool.batch, schema, summary))
     return out
 
 
@@ -91,20 +90,11 @@ def instructions(tools: Sequence[ToolSpec]) -> str:
     the answer is allowed (the schema says so): the prompt, and the server's cache of it, stay the same."""
     lines = ["Reply with one JSON object:"]
     for f in forms(tools):
-        example = '["path", ...]' if f.batch else '"..."'
-        extra = "".join(f', "{k}": ...' for k in f.schema.get("properties", {}) if k != f.primary)
-        lines.append(f'{{"{f.key}": {example}{extra}}} {_first_sentence(tool_description(tools, f.tool))}')
-    lines.append(f'{{"{ANSWER}": "..."}} your answer, once you know it; cite file:line.')
+        value = f'["{f.primary}", ...]' if f.batch else f'"{f.primary}"'
+        also = ", all you need at once" if f.batch else ""
+        lines.append(f'{{"{f.key}": {value}}} {f.summary}{also}.')
+    lines.append(f'{{"{ANSWER}": "..."}} your answer, once you have read what it needs.')
     return "\n".join(lines)
-
-
-def tool_description(tools: Sequence[ToolSpec], name: str) -> str:
-    return next((t.description for t in tools if t.name == name), "")
-
-
-def _first_sentence(text: str) -> str:
-    head, dot, _ = text.partition(". ")
-    return head + "." if dot else text
 
 
 # --- the conversation, as the model writes it ------------------------------------------------------

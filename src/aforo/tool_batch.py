@@ -75,7 +75,7 @@ def answer(
     A `cancel` (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
     text, uses = tool_uses(reply, tools, conversation.messages)
     if uses and (answer_only or {_key(u) for u in uses} <= seen_calls(conversation.messages)):
-        return Batch(stalled=", ".join(dict.fromkeys(_label(u) for u in uses)))
+        return Batch(stalled=_labels(uses))
     blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
     conversation.append(Message("assistant", (*blocks, *uses)))
     if not uses:
@@ -91,9 +91,13 @@ def answer(
     return Batch(ran=len(uses))
 
 
-def _label(use: ToolUse) -> str:
-    args = " ".join(str(v) for v in use.input.values())
-    return f"{use.name} {args}".strip()
+def _labels(uses: Sequence[ToolUse], shown: int = 3) -> str:
+    """The calls, one short line: the first few, then how many more."""
+    labels = list(
+        dict.fromkeys(f"{u.name} {' '.join(str(v) for v in u.input.values())}".strip() for u in uses)
+    )
+    more = f" and {len(labels) - shown} more" if len(labels) > shown else ""
+    return ", ".join(labels[:shown]) + more
 
 
 def tool_end(o: CallOutcome, ratio: float) -> ToolEnd:

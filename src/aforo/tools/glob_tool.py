@@ -38,7 +38,7 @@ GLOB_SCHEMA: dict[str, Any] = {
 class Glob:
     name = "Glob"
     batch = False
-    description = "Find files by glob ('*.py', 'src/**/test_*.py'), newest first. Skips .gitignored files."
+    description = "Find files by name ('*.py', 'src/**/test_*.py'), newest first, skipping .gitignored files."
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
         self.max_entries = max_entries

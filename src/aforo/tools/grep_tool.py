@@ -66,8 +66,8 @@ class Grep:
     name = "Grep"
     batch = False
     description = (
-        "Search file contents by regex (ripgrep). Skips .gitignored files. output_mode: content "
-        "(path:line:text, default), files_with_matches or count."
+        "Search file contents for a regex (ripgrep, skipping .gitignored files). output_mode: content "
+        "(path:line:text, the default), files_with_matches or count."
     )
 
     def __init__(self) -> None:

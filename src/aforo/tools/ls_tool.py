@@ -37,7 +37,7 @@ LS_SCHEMA: dict[str, Any] = {
 class LS:
     name = "LS"
     batch = False
-    description = "List a directory (default: workspace root); directories end with '/'."
+    description = "List a directory (default: the workspace root). Directories end with '/'."
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
         self.max_entries = max_entries

@@ -69,7 +69,7 @@ READ_SCHEMA: dict[str, Any] = {
 class Read:
     name = "Read"
     batch = True
-    description = "Read a text file with line numbers. For long files pass offset (first line) and limit."
+    description = "Read files with line numbers. For part of a long file: offset (first line) and limit."
 
     def __init__(self, default_limit: int = DEFAULT_LIMIT, max_bytes: int = int(READ_BYTES.value)):
         self.default_limit = default_limit

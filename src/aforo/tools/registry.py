@@ -35,6 +35,8 @@ from aforo.tools.ls_tool import LS
 from aforo.tools.read_tool import Read
 
 _QUOTE_CHARS = 200
+# Up to this window, tool definitions are sent lean (`specs_for`): they are resent on every turn.
+LEAN_WINDOW = 8192
 
 
 class ToolRegistry:
@@ -55,6 +57,12 @@ class ToolRegistry:
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
         return tuple(ToolSpec(t.name, t.description, t.input_schema, t.batch) for t in self._tools.values())
+
+    def specs_for(self, window: int) -> tuple[ToolSpec, ...]:
+        """The definitions sent to a model with `window` tokens: in a small window, each tool's first
+        sentence and its arguments without their descriptions (measured on llama-server with
+        Qwen2.5-Coder: 752 -> 597 prompt tokens for the system prompt and tools), same arguments."""
+        return self.specs if window > LEAN_WINDOW else tuple(s.lean() for s in self.specs)
 
     @property
     def names(self) -> frozenset[str]:
@@ -172,7 +180,8 @@ def signature(tool: Tool) -> str:
 
 
 def default_tools() -> list[Tool]:
-    return [Glob(), Grep(), Read(), LS()]
+    # The order the model sees them in: what it needs most first (small models favour the first).
+    return [Read(), Grep(), Glob(), LS()]
 
 
 def default_registry(workspace: Path) -> ToolRegistry:

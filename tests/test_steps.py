@@ -1,0 +1,160 @@
+"""Constrained steps (aforo.steps): the schema, the reply format, the conversation in step form, the
+parsing of a step, and the answer decoded as it streams."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator
+
+from aforo import steps
+from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
+from aforo.tools.registry import default_registry
+
+TOOLS = default_registry(Path(".")).specs
+SCHEMA = Draft202012Validator(steps.schema(TOOLS))
+
+
+def test_a_step_is_one_tool_form_or_the_answer() -> None:
+    valid = [
+        {"read": ["a.py", "src/b.py"]},
+        {"read": ["a.py"], "offset": 10, "limit": 5},
+        {"grep": "def main", "glob": "*.py"},
+        {"glob": "**/*.toml"},
+        {"ls": "src"},
+        {"answer": "It returns a Counter (counter.py:19)."},
+    ]
+    invalid = [
+        {"read": "a.py"},  # Read takes a list
+        {"read": []},
+        {"answer": "x", "read": ["a.py"]},  # one thing at a time
+        {"tool": "Read", "file_path": "a.py"},  # not a shape the model is given
+        {"answer": 3},
+        {"grep": "x", "unknown": 1},
+    ]
+    assert [SCHEMA.is_valid(v) for v in valid] == [True] * len(valid)
+    assert [SCHEMA.is_valid(v) for v in invalid] == [False] * len(invalid)
+    only = Draft202012Validator(steps.schema(TOOLS, answer_only=True))
+    assert only.is_valid({"answer": "x"}) and not only.is_valid({"read": ["a.py"]})
+
+
+def test_the_reply_format_names_each_tool_once_and_does_not_change_when_only_the_answer_may_come() -> None:
+    text = steps.instructions(TOOLS)
+    assert text.splitlines() == [
+        "Reply with one JSON object:",
+        '{"read": ["file_path", ...]} Read files with line numbers, all you need at once.',
+        '{"grep": "pattern"} Search file contents for a regex (ripgrep, skipping .gitignored files).',
+        "{\"glob\": \"pattern\"} Find files by name ('*.py', 'src/**/test_*.py'), newest first, skipping "
+        ".gitignored files.",
+        '{"ls": "path"} List a directory (default: the workspace root).',
+        '{"answer": "..."} your answer, once you have read what it needs.',
+    ]
+    asked = Request("m", (SystemPart("base"),), TOOLS, (Message.user("q"),), 100, constrained=True)
+    only = Request(
+        "m", (SystemPart("base"),), TOOLS, (Message.user("q"),), 100, constrained=True, answer_only=True
+    )
+    # The prompt stays the same, so the server's cache of it still holds; only the schema narrows.
+    assert steps.system_text(asked) == steps.system_text(only) == f"base\n\n{text}"
+
+
+def test_parse_reads_every_form_and_refuses_what_is_not_a_step() -> None:
+    assert steps.parse('{"read": ["a.py", "b.py"], "limit": 9}', TOOLS) == steps.Step(
+        calls=(("Read", {"file_path": "a.py", "limit": 9}), ("Read", {"file_path": "b.py", "limit": 9}))
+    )
+    assert steps.parse('{"grep": "TODO", "glob": "*.py"}', TOOLS) == steps.Step(
+        calls=(("Grep", {"pattern": "TODO", "glob": "*.py"}),)
+    )
+    assert steps.parse(' {"answer": "done"} ', TOOLS) == steps.Step(answer="done")
+    for text in ("", "plain prose", "[1, 2]", '{"read"', '{"tool": "Read"}', '{"answer": 5}'):
+        assert steps.parse(text, TOOLS) is None, text
+
+
+def _uses(paths: list[str]) -> tuple[ToolUse, ...]:
+    return tuple(ToolUse(f"c{i}", "Read", {"file_path": p}) for i, p in enumerate(paths))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=6))
+def test_calls_rendered_as_a_step_parse_back_to_the_same_calls(paths: list[str]) -> None:
+    text = steps.step_text(_uses(paths), TOOLS)
+    assert steps.parse(text, TOOLS) == steps.Step(calls=tuple(("Read", {"file_path": p}) for p in paths))
+
+
+def test_the_conversation_in_step_form_shows_the_model_its_own_json_and_results_by_call() -> None:
+    uses = (*_uses(["a.py", "b.py"]), ToolUse("g", "Grep", {"pattern": "main"}))
+    messages = [
+        Message.user("where is main?"),
+        Message("assistant", uses),
+        Message(
+            "user",
+            (
+                ToolResult("c0", "1\tdef a(): ..."),
+                ToolResult("c1", "b.py does not exist", is_error=True),
+                ToolResult("g", "a.py:3:main()"),
+            ),
+        ),
+        Message.assistant('a.py calls "main" at a.py:3'),
+        Message("user", (TextBlock("and b?"),)),
+    ]
+    assert steps.render(messages, TOOLS) == [
+        {"role": "user", "content": "where is main?"},
+        {"role": "assistant", "content": '{"read": ["a.py", "b.py"]}\n{"grep": "main"}'},
+        {
+            "role": "user",
+            "content": "Result of Read a.py:\n1\tdef a(): ...\n\nError from Read b.py:\nb.py does not exist"
+            "\n\nResult of Grep main:\na.py:3:main()",
+        },
+        {"role": "assistant", "content": '{"answer": "a.py calls \\"main\\" at a.py:3"}'},
+        {"role": "user", "content": "and b?"},
+    ]
+
+
+def _feed(pieces: list[str]) -> tuple[str, steps.AnswerStream]:
+    stream = steps.AnswerStream()
+    return "".join(stream.feed(p) for p in pieces), stream
+
+
+def _split(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({c % (len(text) + 1) for c in cuts})
+    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(),
+    st.lists(st.integers(0, 10_000), max_size=12),
+    st.booleans(),
+    st.sampled_from(["", " ", "\n  "]),
+)
+def test_an_answer_streams_exactly_whatever_the_pieces(
+    answer: str, cuts: list[int], ascii_only: bool, space: str
+) -> None:
+    # Escapes (\\n, \\", \\uXXXX and surrogate pairs) may be split anywhere between pieces.
+    text = "{" + space + '"answer"' + space + ":" + space + json.dumps(answer, ensure_ascii=ascii_only) + "}"
+    shown, stream = _feed(_split(text, cuts))
+    rest, calls = stream.finish(TOOLS)
+    assert shown + rest == answer and calls == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.text(min_size=1, max_size=20), min_size=1, max_size=4), st.lists(st.integers(0, 500)))
+def test_a_call_step_shows_nothing_and_ends_as_its_calls(paths: list[str], cuts: list[int]) -> None:
+    text = json.dumps({"read": paths})
+    shown, stream = _feed(_split(text, cuts))
+    assert shown == ""
+    assert stream.finish(TOOLS) == ("", [("Read", {"file_path": p}) for p in paths])
+
+
+def test_text_that_is_no_step_is_given_out_whole_at_the_end() -> None:
+    # A server that ignored the schema: its text goes on as text (the text-call parser may read it).
+    for text in ("Sure! Here is the answer.", '{"name": "Read", "arguments": {"file_path": "a.py"}}'):
+        shown, stream = _feed([text[:5], text[5:]])
+        assert shown == "" and stream.finish(TOOLS) == (text, [])
+
+
+def test_an_answer_cut_short_keeps_what_streamed() -> None:
+    shown, stream = _feed(['{"answer": "The fun', "ction returns"])
+    assert shown == "The function returns" and stream.finish(TOOLS) == ("", [])
