@@ -38,27 +38,16 @@ class Progress:
     @contextlib.contextmanager
     def phase(self, name: str, detail: Detail | None = None) -> Iterator[None]:
         started = time.monotonic()
-        done = threading.Event()
         if self.console.is_terminal:
             columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
             with RichProgress(*columns, console=self.console, transient=True) as bar:
                 task = bar.add_task(name)
-                ticker = threading.Thread(target=self._tick_bar, args=(bar, task, name, detail, done))
-                ticker.start()
-                try:
+                with _ticking(self._tick_bar, bar, task, name, detail):
                     yield
-                finally:
-                    done.set()
-                    ticker.join()
         else:
             self.say(f"{name}...")
-            ticker = threading.Thread(target=self._heartbeat, args=(name, detail, started, done))
-            ticker.start()
-            try:
+            with _ticking(self._heartbeat, name, detail, started):
                 yield
-            finally:
-                done.set()
-                ticker.join()
         self.say(f"{name}: done in {elapsed(time.monotonic() - started)}")
 
     @staticmethod
@@ -73,3 +62,17 @@ class Progress:
         while not done.wait(self.heartbeat_s):
             extra = f", {text}" if detail is not None and (text := detail()) else ""
             self.say(f"still {name} ({elapsed(time.monotonic() - started)} so far{extra})")
+
+
+@contextlib.contextmanager
+def _ticking(ticker: Callable[..., None], *args: object) -> Iterator[None]:
+    """Run `ticker(*args, done)` in a thread for the body's duration; set `done` and join it at the end,
+    however the body ends."""
+    done = threading.Event()
+    thread = threading.Thread(target=ticker, args=(*args, done), name="aforo-engine-progress")
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
