@@ -128,6 +128,7 @@ def test_a_server_that_refuses_the_schema_gets_tool_definitions_with_one_warning
         return Failure(400, json.dumps({"error": {"code": 400, "message": "failed to parse grammar"}}))
 
     app = llamacpp_steps(refuse, bodies)
+
     async def chat(request: Request) -> Response:
         body = await request.json()
         bodies.append(body)
@@ -219,12 +220,13 @@ def ollama_steps(bodies: list[dict[str, Any]], version: str) -> Starlette:
 
 
 def test_ollama_takes_the_step_schema_as_format_from_0_5(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
     for version, constrained in (("0.12.6", True), ("0.4.7", False)):
         bodies: list[dict[str, Any]] = []
         with LiveServer(ollama_steps(bodies, version)) as server:
             run = run_cli(
                 "-w",
-                str(workspace(tmp_path)),
+                str(ws),
                 "--base-url",
                 server.url,
                 "-m",
