@@ -16,6 +16,7 @@ from aforo.errors import ConfigError, LimitExceeded
 from aforo.limits import CONFIG_BYTES
 from dialects.openai_app import Reply, make_openai_app
 from support.cli import run_cli
+from support.fake_engine import FAKE_ANSWER, seed_installed, write_fake_llama_server
 from support.live_server import LiveServer
 
 KEY = "sk-proj-user0000secret0000key0000abcd"
@@ -62,6 +63,48 @@ def test_the_users_own_server_gets_the_request_and_the_key(tmp_path: Path) -> No
     warning = next(line for line in run.err.splitlines() if "aforo trust" in line)
     assert "base_url" in warning and "server" in warning and "api_key" in warning
     assert "sk-evil" not in run.err + run.out
+
+
+def test_a_cloned_repository_cannot_switch_the_users_server_for_the_local_engine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user's config sets base_url; the project file only says engine = "local". Untrusted, it must
+    not route the conversation to aforo's engine (which --yes would download and build). The engine
+    here is the fake one, installed: a run that wrongly went to it answers FAKE_ANSWER, builds nothing."""
+    engine_home = tmp_path / "engine-cache"
+    seed_installed(engine_home, write_fake_llama_server(tmp_path / "bin"))
+    starts = tmp_path / "engine-starts"
+    monkeypatch.setenv("AFORO_ENGINE_HOME", str(engine_home))
+    monkeypatch.setenv("FAKE_LLAMA_STARTS", str(starts))
+    headers: list[dict[str, str]] = []
+    with LiveServer(make_openai_app(answering("from the user's server"), headers=headers)) as own:
+        write_user_config(f'base_url = "{own.url}/v1"\nmodel = "test-model"\n')
+        ws = workspace(tmp_path, 'engine = "local"\n')
+        run = run_cli("-w", str(ws), "--json", "--yes", "hi", env={"OPENAI_API_KEY": KEY})
+    assert run.code == 0, run.err
+    assert FAKE_ANSWER not in run.out and not starts.exists()  # the local engine was never started
+    assert "from the user's server" in run.out and len(headers) == 1
+    warnings = [e["message"] for e in run.events() if e["type"] == "warning"]
+    ignored = [w for w in warnings if "engine" in w and "aforo trust" in w]
+    assert len(ignored) == 1, warnings
+    assert load_config({"workspace": str(ws)}, env={}).engine is None
+
+
+def test_trust_shows_the_engine_and_the_lanes_it_lets_the_file_choose(tmp_path: Path) -> None:
+    ws = workspace(
+        tmp_path,
+        'engine = "local"\nlane = "fast"\n'
+        '[lanes.fast]\nmodel = "m"\nbase_url = "http://10.7.7.7/v1"\n'
+        '[lanes.near]\nmodel = "n"\n',
+    )
+    trusted = run_cli("trust", str(ws))
+    assert trusted.code == 0, trusted.err
+    shown = trusted.out.splitlines()
+    assert '  it sets engine = "local"' in shown
+    assert '  it sets lanes.fast.base_url = "http://10.7.7.7/v1"' in shown
+    assert '  it sets lane = "fast"' in shown
+    assert not any("lanes.near" in line for line in shown)  # a lane on the conversation's server
+    assert load_config({"workspace": str(ws)}, env={}).engine == "local"  # trusted now, as shown
 
 
 def test_an_untrusted_project_file_still_tunes_the_policy(tmp_path: Path) -> None:

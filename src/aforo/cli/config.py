@@ -6,8 +6,8 @@ falls back to a default. `NOT_GIVEN` marks a flag the user did not pass (None is
 Trust (README, "Trust model"): the user's flags, environment and user file are trusted; the workspace's
 `.aforo.toml` comes with the checkout and is not. Until the user trusts that file (`aforo trust`, kept
 by path and content hash in `aforo.store.trust`), it may tune the policy but not choose where requests
-go or which credentials are sent: its `base_url`, `server`, `api_key` and a `tokenizer` outside the
-workspace are ignored with one warning. A key is only attached to a base URL the user configured,
+go or which credentials are sent: its `base_url`, `server`, `api_key`, `engine` and a `tokenizer`
+outside the workspace are ignored with one warning. A key is only attached to a base URL the user configured,
 never to the built-in default (a local port any process could listen on).
 """
 
@@ -38,7 +38,9 @@ DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"
 PROJECT_FILE = ".aforo.toml"
 # What decides where requests go and which credentials are sent: a project file sets these only once
 # the user trusted it (a tokenizer is only read, so one inside the workspace is always allowed).
-ROUTING_KEYS = ("base_url", "server", "api_key")
+# `engine = "local"` is one: it replaces the user's server with aforo's own engine, which --yes would
+# download and build.
+ROUTING_KEYS = ("base_url", "server", "api_key", "engine")
 # Conventions other tools share, after aforo's own settings; each stands in for the built-in default.
 URL_CONVENTIONS = ("OPENAI_BASE_URL", "OPENAI_API_BASE", "OLLAMA_HOST")
 OLLAMA_PORT = 11434

@@ -90,6 +90,19 @@ def routing_keys(values: Mapping[str, Any], lanes: Mapping[str, LaneConfig]) -> 
     return keys
 
 
+def lane_settings(values: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """What of a file's lane settings can send requests elsewhere, as (key, value) to show the user who
+    trusts it: each lane's base_url, and `lane` / `compact_lane` (which pick the lane requests go to)."""
+    tables = values.get("lanes")
+    tables = tables if isinstance(tables, dict) else {}
+    shown = [
+        (f"lanes.{name}.base_url", table["base_url"])
+        for name, table in tables.items()
+        if isinstance(table, dict) and "base_url" in table
+    ]
+    return shown + [(key, values[key]) for key in ("lane", "compact_lane") if key in values]
+
+
 def untrusted_lanes(
     values: dict[str, Any], lanes: Mapping[str, LaneConfig]
 ) -> tuple[dict[str, Any], list[str]]:

@@ -33,6 +33,7 @@ from aforo.cli.config import (
 )
 from aforo.cli.config import trust_project as trust_project_file
 from aforo.cli.flags import ASK
+from aforo.cli.lanes import lane_settings
 from aforo.cli.parsing import Subcommand, SubcommandParser, fail, terminal_width
 from aforo.cli.sanitize import SafeWriter, sanitize
 from aforo.cli.sessions_command import sessions_parser, sessions_run
@@ -213,8 +214,8 @@ def trust_parser() -> argparse.ArgumentParser:
         prog="aforo trust",
         description=(
             f"Trust a workspace's {PROJECT_FILE} to choose the server. Until you do, its "
-            f"{', '.join(ROUTING_KEYS)} and a tokenizer outside the workspace are ignored. Remembered by "
-            "path and content: an edited file must be trusted again."
+            f"{', '.join(ROUTING_KEYS)}, lanes with a base_url and a tokenizer outside the workspace are "
+            "ignored. Remembered by path and content: an edited file must be trusted again."
         ),
     )
     parser.add_argument("workspace", nargs="?", help="the workspace (default: the current directory)")
@@ -247,10 +248,10 @@ def trust_run(args: argparse.Namespace) -> int:
         fail(exc)
         return 1
     print(sanitize(f"trusted {project.path} (sha256 {digest(project.raw)[:12]})"))
-    for key in (*ROUTING_KEYS, "tokenizer"):
-        if key in project.values:
-            value = "(hidden)" if key == "api_key" else json.dumps(project.values[key], ensure_ascii=False)
-            print(sanitize(f"  it sets {key} = {value}", one_line=True))
+    settings = [(key, project.values[key]) for key in (*ROUTING_KEYS, "tokenizer") if key in project.values]
+    for key, raw in settings + lane_settings(project.values):
+        value = "(hidden)" if key == "api_key" else json.dumps(raw, ensure_ascii=False)
+        print(sanitize(f"  it sets {key} = {value}", one_line=True))
     forget = f"aforo trust --revoke {shlex.quote(str(workspace))}"
     print(sanitize(f"Once edited, it must be trusted again; `{forget}` forgets it."))
     return 0
