@@ -17,6 +17,7 @@ AforoError
 │   └── CompactionError    compaction could not make a smaller conversation that fits
 └── LimitExceeded          an input went past one of the named limits of `aforo.limits`
     ├── ServerLimitExceeded  ... sent by a server; also a ProviderError (the request failed)
+    ├── ConfigLimitExceeded  ... by a file the configuration names; also a ConfigError (exit 2)
     └── StateLimitExceeded   ... by a state file; also a StoreError (the file is not used)
 """
 
@@ -131,6 +132,11 @@ class ServerLimitExceeded(LimitExceeded, ProviderError):
     request would only make the server do it again."""
 
     retryable = False
+
+
+class ConfigLimitExceeded(LimitExceeded, ConfigError):
+    """A file the configuration names (a tokenizer.json) went past a named limit: a ConfigError too, so
+    the run stops before it starts, as for any unusable setting (exit 2)."""
 
 
 class StateLimitExceeded(LimitExceeded, StoreError):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aforo.limits import AGENTS_MD_BYTES
+from aforo.limits import AGENTS_MD_BYTES, TOKENIZER_BYTES
 from dialects.openai_app import Call, Reply, make_openai_app
 from support.cli import run_cli
 from support.live_server import LiveServer
@@ -79,3 +79,21 @@ def test_a_huge_agents_md_is_bounded_before_it_is_read(tmp_path: Path) -> None:
     system = bodies[0]["messages"][0]["content"]
     assert system.count("Be brief.") <= int(AGENTS_MD_BYTES.value) // len("Be brief. ") + 1
     assert AGENTS_MD_BYTES.name in run.err
+
+
+def test_a_huge_tokenizer_the_project_file_names_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    """The breach: `tokenizer = "tok.json"` in the workspace, a 400 MB sparse file: read whole (466 MB of
+    memory) before the tokenizers library found it was no tokenizer."""
+    ws, _ = setup(tmp_path)
+    (ws / ".aforo.toml").write_text('tokenizer = "tok.json"\n')
+    with (ws / "tok.json").open("wb") as fh:
+        fh.write(b'{"version": "1.0", "model": {"type": "WordLevel", "vocab": {')
+        fh.truncate(400 * 1024**2)
+    bodies: list[dict[str, Any]] = []
+    with LiveServer(
+        make_openai_app(lambda b: bodies.append(b) or Reply(text="ok", prompt_tokens=300))
+    ) as server:
+        run = run_cli("-w", str(ws), "--base-url", server.url, "-m", "test-model", "hi", timeout=30)
+    assert run.code == 2, run.err
+    assert TOKENIZER_BYTES.name in run.err and "tok.json is 419,430,400 bytes" in run.err
+    assert "Traceback" not in run.err and bodies == []

@@ -17,16 +17,26 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from aforo.errors import ConfigError, HTTPStatusError, ProtocolError, ProviderError
+from aforo.errors import (
+    ConfigError,
+    ConfigLimitExceeded,
+    HTTPStatusError,
+    ProtocolError,
+    ProviderError,
+    ToolError,
+)
+from aforo.limits import TOKENIZER_BYTES
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
 from aforo.protocols import TokenCounter
 from aforo.servers.kind import CounterFactory
+from aforo.tools.workspace import open_regular
 from aforo.wire.http import post_json
 from aforo.wire.openai_chat import chat_body
 
@@ -159,12 +169,9 @@ class TokenizerJsonCounter:
                 "--tokenizer needs the optional 'tokenizers' library: pip install 'aforo[tokenizers]'"
             ) from exc
         self.path = Path(path)
-        if not self.path.is_file():
-            raise ConfigError(
-                f"--tokenizer {self.path}: no such file (expected a Hugging Face tokenizer.json)"
-            )
+        text = read_tokenizer_json(self.path)
         try:
-            self._tokenizer = Tokenizer.from_file(str(self.path))
+            self._tokenizer = Tokenizer.from_str(text)
         except Exception as exc:  # the library raises a bare Exception for malformed files
             raise ConfigError(f"--tokenizer {self.path} is not a valid tokenizer.json: {exc}") from exc
         self._messages: dict[int, tuple[Message, int]] = {}
@@ -204,6 +211,31 @@ class TokenizerJsonCounter:
 
     def count_messages(self, messages: tuple[Message, ...] | list[Message]) -> int:
         return sum(self._message(m) for m in messages) + self._tail
+
+
+def read_tokenizer_json(path: Path) -> str:
+    """The text of a tokenizer.json, read the way the tools read a workspace's file (a workspace's
+    `.aforo.toml` may name one): a regular file only, never a FIFO or a device, and at most
+    `tokenizer_bytes` of it, checked before it is read whole."""
+    if not os.path.lexists(path):
+        raise ConfigError(f"--tokenizer {path}: no such file (expected a Hugging Face tokenizer.json)")
+    most = int(TOKENIZER_BYTES.value)
+    try:
+        # resolve(): a symlink the user's own path goes through is followed; the file itself is opened
+        # without following one (open_regular), so it cannot be swapped for one in between.
+        with open_regular(path.resolve(), str(path)) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            raw = fh.read(most + 1) if size <= most else b""
+    except ToolError as exc:
+        raise ConfigError(f"--tokenizer {path} cannot be used: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"--tokenizer {path} cannot be read ({exc.strerror or exc})") from exc
+    if size > most or len(raw) > most:
+        raise ConfigLimitExceeded(TOKENIZER_BYTES, f"--tokenizer {path} is {max(size, len(raw)):,} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"--tokenizer {path} is not a valid tokenizer.json: not UTF-8 ({exc})") from exc
 
 
 def render_chatml(message: Message) -> str:
