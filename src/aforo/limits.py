@@ -56,7 +56,7 @@ TEXT_CALL_LITERAL_CHARS = limit(
     "a tool call an answer writes as a Python literal (single quotes); a longer one stays text",
 )
 CONFIG_BYTES = limit("config_bytes", 1 * MiB, "bytes", "size of a config file (config.toml, .aforo.toml)")
-# The largest tokenizer.json of common models is 10-35 MB (Qwen2.5 7 MB, Gemma 3 33 MB).
+# The tokenizer.json of common models takes 2-35 MB (Qwen2.5's 7 MB, Gemma 3's 33 MB).
 TOKENIZER_BYTES = limit("tokenizer_bytes", 64 * MiB, "bytes", "a tokenizer.json (--tokenizer, tokenizer)")
 
 # --- what servers send (providers/, wire/) ---------------------------------------------------------
