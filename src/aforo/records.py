@@ -22,6 +22,15 @@ class Where:
 
 
 @dataclass(frozen=True)
+class Stamp:
+    """Who a record is about: where it was made, the lane, the model that lane's server said served."""
+
+    where: Where
+    lane: str
+    served: str = ""  # "" unknown
+
+
+@dataclass(frozen=True)
 class CheckpointFacts:
     """What a checkpoint says about the conversation it holds, next to the messages themselves."""
 

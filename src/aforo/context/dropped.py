@@ -9,7 +9,7 @@ a message whose results were cleared still counts as kept.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from aforo.context.ledger import is_compacted
@@ -81,6 +81,18 @@ def dropped(before: Sequence[Message], after: Sequence[Message], reason: str = "
     else:
         kind = "cleared" if cleared else "nothing"
     return Dropped(kind, cleared, len(gone), removed_results)
+
+
+def since_newest(
+    history: Iterable[tuple[str, str, Sequence[Message]]], now: Sequence[Message]
+) -> tuple[str, Dropped] | None:
+    """What the newest checkpoint of `history` (newest first) holds that `now` lost; None: no checkpoint.
+    Only that checkpoint is read."""
+    newest = next(iter(history), None)
+    if newest is None:
+        return None
+    checkpoint, reason, messages = newest
+    return checkpoint, dropped(messages, now, reason)
 
 
 def _key(message: Message) -> tuple[str, ...]:

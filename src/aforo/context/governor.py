@@ -12,7 +12,7 @@ model it was served by.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -21,22 +21,22 @@ from aforo.context.budget import Budget
 from aforo.context.compaction import compact
 from aforo.context.conversation import Conversation
 from aforo.context.counting import Meter
-from aforo.context.dropped import Dropped, dropped
-from aforo.context.lanes import DEFAULT_LANE, Lane, Served
+from aforo.context.dropped import Dropped, since_newest
+from aforo.context.lanes import DEFAULT_LANE, Lane, Served, summary_route
 from aforo.context.ledger import checkpoint_facts
 from aforo.context.plan import Admitted, Applied, Outcome, Plan, Room, Summarizer
 from aforo.context.policy import Policy
+from aforo.context.rows import decision, model_check, overflow, rejection, transformation
 from aforo.context.stages import Cap
-from aforo.context.tokens import Count, conversation_bytes
+from aforo.context.tokens import Count
 from aforo.context.transforms import STAGES, Kind
 from aforo.context.undo import Restore, choose
 from aforo.context.watch import Observation, Watch
 from aforo.errors import ContextOverflowError, RejectedError, StoreError, TransformError
 from aforo.events import ContextAction, EventSink, Warning, phase
-from aforo.messages import MessageEnd, Request
+from aforo.messages import Message, MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
-from aforo.records import TelemetryRecord, Where
-from aforo.stream import collect
+from aforo.records import Stamp, Where
 
 
 class _NotWritten(Exception):
@@ -58,9 +58,7 @@ class Governor:
         lane: str = DEFAULT_LANE,
         compaction: Lane | None = None,
     ) -> None:
-        self.policy = policy
-        self.journal = journal
-        self.emit = emit
+        self.policy, self.journal, self.emit = policy, journal, emit
         self.model, self.server = model, server
         # The conversation's lane, and the one summary requests go to instead (None: this one).
         self.lane, self.compaction = lane, compaction
@@ -72,11 +70,20 @@ class Governor:
         # The checkpoint the last /undo restored: the next one goes further back from there.
         self._undone: str | None = None
 
-    # --- views -------------------------------------------------------------------------------------
+    # --- views, and the history's two commands (the loop appends through `conversation`) ----------
 
     @property
     def budget(self) -> Budget:
         return self._budget
+
+    @property
+    def window(self) -> int:
+        return self._budget.window
+
+    def where(self) -> Where:
+        """What every record says of where it was made: model, server, window and counter."""
+        budget = self._budget
+        return Where(self.model, self.server, budget.window, budget.source, self.meter.name)
 
     @property
     def summary_lane(self) -> str:
@@ -97,11 +104,15 @@ class Governor:
     def dropped(self) -> tuple[str, Dropped] | None:
         """What the newest checkpoint holds that the conversation lost since (/dropped); None: no checkpoint.
         Raises StoreError when that checkpoint cannot be read."""
-        newest = next(iter(self.journal.checkpoint_history()), None)
-        if newest is None:
-            return None
-        checkpoint, reason, messages = newest
-        return checkpoint, dropped(messages, self.conversation.messages, reason)
+        return since_newest(self.journal.checkpoint_history(), self.conversation.messages)
+
+    def replace_history(self, messages: Sequence[Message]) -> None:
+        """Take `messages` as the conversation (a resumed session): growth detection restarts."""
+        self.conversation.replace(messages)
+
+    def close_pending(self, note: str) -> None:
+        """Answer the last message's unanswered tool calls with `note`, so the transcript stays whole."""
+        self.conversation.close_pending(note)
 
     # --- around a call ---------------------------------------------------------------------------
 
@@ -125,35 +136,24 @@ class Governor:
                 continue
             if applied is not None:
                 checkpoint = applied.checkpoint
-                room = replace(
-                    room, request=applied.request, before=applied.after, summary=self._summarizer(provider)
-                )
+                summary = self._summarizer(provider)
+                room = replace(room, request=applied.request, before=applied.after, summary=summary)
         count = room.before
         if count.tokens > self._budget.available:
-            self.journal.record(self._row("rejection", count, count, started, "does_not_fit"))
-            raise RejectedError(self._budget.refusal(count.tokens, count.exact), cause="does_not_fit")
-        self.journal.record(self._row("admission", count, count, started))
+            self.journal.record(rejection(self._stamp(), count, started, "does_not_fit"))
+            raise RejectedError(self._budget.refusal(count), cause="does_not_fit")
+        self.journal.record(decision(self._stamp(), "admission", count, count, started))
         return Admitted(room.request, count, request.messages if checkpoint else None, checkpoint)
 
     def recoverable(self, exc: ContextOverflowError) -> bool:
         """The conversation's lane refused a request as too long: is one recovery (compact once, on the
         compaction lane, and retry once) worth it? Yes when the server named a smaller window, now adopted,
         or when summaries go to another lane, whose window the refusal says nothing against."""
-        return self.adopt_window(exc.n_ctx) or self.compaction is not None
-
-    def adopt_window(self, real: int | None) -> bool:
-        """Take the window a server named in its "too long" error, if smaller, and say so. False: none."""
-        window = self._budget.window
-        if real is None or real >= window:
-            return False
-        self.emit(
-            Warning(
-                f"The server says its window is {real} tokens, not {window}: using {real} from now on, "
-                f"compacting once and retrying once. Pass --context-window {real} to start with it."
-            )
-        )
-        self._budget = Budget(real, self._budget.max_tokens, "server error")
-        return True
+        smaller = self._budget.smaller(exc.n_ctx)
+        if smaller is not None:
+            self.emit(Warning(smaller.adopted(self._budget.window)))
+            self._budget = smaller
+        return smaller is not None or self.compaction is not None
 
     def recover(self, admitted: Admitted, why: str) -> None:
         """Put back the conversation this call transformed, after the provider failed."""
@@ -166,31 +166,14 @@ class Governor:
     def observe(self, admitted: Admitted, end: MessageEnd, provider: Provider) -> Observation:
         exact = admitted.count.tokens if admitted.count.exact else None
         seen = self.watch.observe(admitted.request, end, provider, exact, self._budget.window)
+        stamp = Stamp(self.where(), self.lane, end.model)  # what this answer said served it
         verdict = self.served.answer(end.model)
         if verdict is not None:
-            self.emit(verdict.check)
-            if verdict.warning is not None:
-                self.emit(Warning(verdict.warning))
-            served = end.model or None
-            self.journal.record(
-                TelemetryRecord(
-                    verdict.event, self._where(), cause=verdict.cause, lane=self.lane, model_served=served
-                )
-            )
+            for event in verdict.said:
+                self.emit(event)
+            self.journal.record(model_check(stamp, verdict))
         if seen.truncated:
-            sample = seen.sample
-            self.journal.record(
-                TelemetryRecord(
-                    "overflow",
-                    self._where(),
-                    tokens_estimated=sample.estimate,
-                    tokens_exact=exact,
-                    tokens_after=sample.tokens,
-                    cause=seen.reason,
-                    lane=self.lane,
-                    model_served=end.model or None,
-                )
-            )
+            self.journal.record(overflow(stamp, seen.sample, exact, seen.reason))
         return seen
 
     # --- explicit actions (the REPL's /compact, /clear, /undo) -------------------------------------
@@ -213,9 +196,8 @@ class Governor:
         when that conversation was empty). Raises StoreError when a checkpoint cannot be read, and
         TransformError when the conversation cannot be checkpointed first: then nothing changes.
         """
-        chosen = choose(
-            self.journal.checkpoint_history(), request.messages, below=self._undone, wanted=wanted
-        )
+        history = self.journal.checkpoint_history()
+        chosen = choose(history, request.messages, below=self._undone, wanted=wanted)
         if chosen is None:
             return None
         after = self.meter.count(request.with_messages(chosen.messages))
@@ -240,48 +222,30 @@ class Governor:
                 checkpoint = self._checkpoint(kind, request, before)
                 outcome = plan(checkpoint) if callable(plan) else plan
         except _NotWritten as exc:
-            self.emit(
-                Warning(f"Not {names.doing} the conversation: the checkpoint could not be written ({exc}).")
-            )
-            self.journal.record(self._row("rejection", before, before, started, f"checkpoint: {exc}"))
+            self.emit(Warning(names.not_written(exc)))
+            self.journal.record(rejection(self._stamp(), before, started, f"checkpoint: {exc}"))
             if names.unwritten is None:
                 return None
             raise TransformError(names.unwritten) from exc
         except TransformError as exc:
-            self.journal.record(self._row("rejection", before, before, started, f"{names.event}: {exc}"))
+            self.journal.record(rejection(self._stamp(), before, started, f"{names.event}: {exc}"))
             raise
-        result = request.with_messages(outcome.messages)
         named = outcome.source or checkpoint
         # Who did the work: the lane that wrote a summary, else the conversation's own.
         lane, served = (outcome.lane, outcome.served) if outcome.lane else (self.lane, self.served.last)
         after = outcome.after.tokens
         self.emit(ContextAction(names.action, before.tokens, after, outcome.count, named, lane, served))
-        row = self._row(names.event, before, outcome.after, started, outcome.cause)
-        self.journal.record(
-            replace(
-                row,
-                checkpoint=named,
-                summary_tokens=outcome.summary_tokens,
-                bytes_before=conversation_bytes(request.messages),
-                bytes_after=conversation_bytes(outcome.messages),
-                lane=lane,
-                model_served=served or None,
-            )
-        )
+        stamp, was = Stamp(self.where(), lane, served), request.messages
+        self.journal.record(transformation(stamp, names.event, before, was, outcome, started, named))
         self.conversation.replace(outcome.messages)
         self.served.summary_on(lane)
-        return Applied(result, outcome.after, checkpoint)
+        return Applied(request.with_messages(outcome.messages), outcome.after, checkpoint)
 
     def _checkpoint(self, kind: Kind, request: Request, before: Count) -> str | None:
-        reason = kind.value.reason
-        # An undo from an empty conversation has nothing to keep.
-        if reason is None or (kind is Kind.UNDO and not request.messages):
+        reason = kind.checkpoint_reason(request.messages)
+        if reason is None:
             return None
-        facts = replace(
-            checkpoint_facts(reason, request.messages, before.tokens, self._where()),
-            lane=self.lane,
-            model_served=self.served.last,
-        )
+        facts = checkpoint_facts(reason, request.messages, before.tokens, self._stamp())
         try:
             checkpoint = self.journal.checkpoint(request.messages, facts)
         except StoreError as exc:
@@ -306,36 +270,9 @@ class Governor:
         )
 
     def _summarizer(self, provider: Provider) -> Summarizer:
-        """Where a summary request goes: the compaction lane, else this lane with its own numbers."""
-        if self.compaction is not None:
-            return self.compaction.summarizer()
-        return Summarizer(
-            self.lane,
-            self.model or provider.model,
-            self._budget,
-            self.meter.count,
-            partial(collect, provider),
-            self.meter.calibration.ratio,
-            self.watch.prev,
-            # Summaries on the conversation's lane leave its calibration to the conversation's answers.
-            lambda _sample: None,
-        )
+        model, prev = self.model or provider.model, self.watch.prev
+        return summary_route(self.compaction, self.lane, model, self._budget, self.meter, prev, provider)
 
-    def _where(self) -> Where:
-        budget = self._budget
-        return Where(self.model, self.server, budget.window, budget.source, self.meter.name)
-
-    def _row(
-        self, event: str, before: Count, after: Count, started: float, cause: str | None = None
-    ) -> TelemetryRecord:
-        return TelemetryRecord(
-            event,
-            self._where(),
-            tokens_before=before.tokens,
-            tokens_after=after.tokens,
-            tokens_estimated=after.estimated,
-            duration_ms=round((time.monotonic() - started) * 1000, 3),
-            cause=cause,
-            lane=self.lane,
-            model_served=self.served.last or None,
-        )
+    def _stamp(self) -> Stamp:
+        """The conversation's lane, and the model its server last said served it."""
+        return Stamp(self.where(), self.lane, self.served.last)

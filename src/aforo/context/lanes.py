@@ -1,10 +1,11 @@
 """Lanes (SPEC §9): named routes, each a server and a model with its own window, counter and detection.
 
 The conversation runs on one lane: the governor's own budget, meter and watch. Summary requests may go to
-another (`compact_lane`), a `Lane` here; a stage sees it as a `Summarizer` of plain values. After a
-summary went to another lane, the next answer on the conversation's lane must come from the model the
-conversation runs on: on Ollama asking for another model unloads the first, and a server shared with
-others may have been switched under us. `check_model` decides that, from what the answers said.
+another (`compact_lane`), a `Lane` here; a stage sees either lane as a `Summarizer` of plain values
+(`summary_route`). After a summary went to another lane, the next answer on the
+conversation's lane must come from the model the conversation runs on: on Ollama asking for another model
+unloads the first, and a server shared with others may have been switched under us. `check_model`
+decides that, from what the answers said.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from functools import partial
 from aforo.context.budget import Budget
 from aforo.context.counting import Meter
 from aforo.context.plan import Summarizer
-from aforo.events import ModelCheck
+from aforo.context.tokens import Sample
+from aforo.events import ModelCheck, Warning
 from aforo.protocols import Provider
 from aforo.stream import collect
 
@@ -49,6 +51,32 @@ class Lane:
         )
 
 
+def summary_route(
+    compaction: Lane | None,
+    lane: str,
+    model: str,
+    budget: Budget,
+    meter: Meter,
+    prev: Sample | None,
+    provider: Provider,
+) -> Summarizer:
+    """Where a summary request goes: the `compaction` lane, else the conversation's own (`lane`, with its
+    window, counter and last good sample `prev`)."""
+    if compaction is not None:
+        return compaction.summarizer()
+    return Summarizer(
+        lane,
+        model,
+        budget,
+        meter.count,
+        partial(collect, provider),
+        meter.calibration.ratio,
+        prev,
+        # Summaries on the conversation's lane leave its calibration to the conversation's answers.
+        lambda _sample: None,
+    )
+
+
 @dataclass(frozen=True)
 class Verdict:
     """What the first answer after a summary elsewhere says about the conversation's model."""
@@ -57,6 +85,11 @@ class Verdict:
     event: str  # of its telemetry record: model_restored | model_mismatch | warning (not said)
     warning: str | None = None  # for the user, when the model is not known to be back
     cause: str | None = None
+
+    @property
+    def said(self) -> tuple[ModelCheck | Warning, ...]:
+        """What the user is told: the check, then the warning when there is one."""
+        return (self.check,) if self.warning is None else (self.check, Warning(self.warning))
 
 
 class Served:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from aforo.messages import Message, ToolUse
-from aforo.records import CheckpointFacts, Decision, Evidence, Where
+from aforo.records import CheckpointFacts, Decision, Evidence, Stamp
 
 COMPACTED_HEADER = "[Conversation compacted by aforo to save context."
 SUMMARY_HEADER = "## Summary of the work so far"
@@ -188,17 +188,20 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
 
 
 def checkpoint_facts(
-    reason: str, messages: list[Message] | tuple[Message, ...], tokens_before: int, where: Where
+    reason: str, messages: list[Message] | tuple[Message, ...], tokens_before: int, stamp: Stamp
 ) -> CheckpointFacts:
+    """What a checkpoint of `messages` says about them, stamped with the conversation's lane."""
     led = build_ledger(messages)
     return CheckpointFacts(
         reason,
         tokens_before,
-        where,
+        stamp.where,
         led.goal,
         led.hard,
         led.soft,
         led.decisions,
         led.evidence,
         led.next_action,
+        stamp.lane,
+        stamp.served,
     )

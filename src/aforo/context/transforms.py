@@ -17,6 +17,7 @@ from aforo.context.compaction import compact
 from aforo.context.plan import Plan, Room
 from aforo.context.stages import clear
 from aforo.context.undo import UNDO_REASON
+from aforo.messages import Message
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,10 @@ class Names:
     # Why it was not applied when its checkpoint could not be written; None: it is silently skipped.
     unwritten: str | None = None
     stage: Callable[[Room], Plan | None] | None = None
+
+    def not_written(self, why: object) -> str:
+        """The warning when its checkpoint could not be written (`why`)."""
+        return f"Not {self.doing} the conversation: the checkpoint could not be written ({why})."
 
 
 # Why a transformation that needs a checkpoint was not applied without one (the user reads these).
@@ -43,6 +48,11 @@ class Kind(Enum):
     RESET = Names("manual_clear", "reset", "clearing", "clearing", _CONVERSATION_KEPT)  # /clear
     UNDO = Names(UNDO_REASON, "restored", "recovery", "undoing", _NOTHING_UNDONE)
     RECOVERY = Names(None, "restored", "recovery", "restoring")  # after a failed call
+
+    def checkpoint_reason(self, messages: tuple[Message, ...]) -> str | None:
+        """The reason of the checkpoint taken before it transforms `messages`; None: it takes none."""
+        # An undo from an empty conversation has nothing to keep.
+        return None if self is Kind.UNDO and not messages else self.value.reason
 
 
 # What admission runs before every call, in this order.
