@@ -192,11 +192,26 @@ def test_runs_add_up_per_session_apart_from_the_governors_events(tmp_path: Path)
     json.dumps(s)
 
 
+LONG_SESSION = "20261201-091442-4317fbe2"  # a real session id's shape (aforo.store.ids)
+
+
+def busy_governor(t: Telemetry) -> None:
+    """A session whose governor row, with its full id, is 82 columns: many events, millions saved."""
+    for _ in range(12):
+        t.record("admission", session=LONG_SESSION, tokens_estimated=1000)
+    for _ in range(11):
+        t.record("clearing", session=LONG_SESSION, tokens_before=400_000, tokens_after=100_000)
+    for _ in range(10):
+        t.record("compaction", session=LONG_SESSION, tokens_before=40_000, tokens_after=10_000)
+
+
 def test_the_stats_tables_show_each_sessions_cost_and_fit_the_width(tmp_path: Path) -> None:
     with Telemetry(tmp_path / "t.db") as t:
         runs(t)
+        busy_governor(t)
         wide = format_summary(t.summary())
         narrow = format_summary(t.summary(), width=80)
+        narrowest = format_summary(t.summary(), width=78)
     line_a = next(line for line in wide.splitlines() if line.startswith("a "))
     assert line_a.split()[:6] == ["a", "2", "2,000", "100", "50%", "4.0s"]
     assert line_a.endswith("qwen2.5-coder:7b-instruct")
@@ -207,6 +222,16 @@ def test_the_stats_tables_show_each_sessions_cost_and_fit_the_width(tmp_path: Pa
     assert "a-very-long-model…" in narrow or "…" in next(
         line for line in narrow.splitlines() if line.startswith("b ")
     )
+    # The governor's table fits too: its session ids lose their start, their random end stays.
+    governor = [line for line in wide.splitlines() if line.startswith(LONG_SESSION) and "3,600,000" in line]
+    assert len(governor) == 1 and len(governor[0]) == 82
+    for text, width in ((narrow, 80), (narrowest, 78)):
+        assert max(len(line) for line in text.splitlines()) <= width
+        [row] = [line for line in text.splitlines() if "3,600,000" in line and "4317fbe2" in line]
+        session = row.split()[0]
+        assert session.startswith("…") and LONG_SESSION.endswith(session[1:])
+        assert row.split()[1:] == ["12", "0", "11", "10", "0", "0", "0", "3,600,000", "0.25", "(10)"]
+        assert any(line.startswith(LONG_SESSION) for line in text.splitlines())  # whole in the usage table
 
 
 def test_a_database_before_run_usage_gains_its_columns(tmp_path: Path) -> None:

@@ -26,6 +26,8 @@ _ABBREV = {
     "warning": "warn",
 }
 _MIN_MODEL_CHARS = 8
+# A session id is `20261201-091442-4317fbe2`: cut from its start, its random end stays whole.
+_MIN_SESSION_CHARS = 9
 
 
 def _empty(events: tuple[str, ...]) -> dict[str, Any]:
@@ -157,19 +159,30 @@ def _usage_cells(usage: dict[str, Any]) -> list[str]:
     ]
 
 
-def _table(headers: list[str], rows: list[list[str]], width: int | None) -> list[str]:
-    """Left-aligned first and last columns, right-aligned numbers between; with a `width`, the last
-    column (free text: model names) is cut to fit it."""
+def _table(
+    headers: list[str], rows: list[list[str]], width: int | None, *, cut_sessions: bool = False
+) -> list[str]:
+    """Left-aligned first and last columns, right-aligned numbers between. With a `width`, one column
+    of free text is cut to fit it: the last (model names; their end goes), or with `cut_sessions` the
+    first (session ids; their start goes, the order of the rows is the usage table's)."""
     rows = [headers, *rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(headers))]
-    fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    cut, least = (0, _MIN_SESSION_CHARS) if cut_sessions else (len(widths) - 1, _MIN_MODEL_CHARS)
     if width is not None:
-        widths[-1] = min(widths[-1], max(_MIN_MODEL_CHARS, width - fixed))
+        others = sum(widths) - widths[cut] + 2 * (len(widths) - 1)
+        widths[cut] = min(widths[cut], max(least, width - others))
+
+    def fit(i: int, text: str) -> str:
+        w = widths[i]
+        if i != cut or len(text) <= w:
+            return text
+        return "…" + text[len(text) - w + 1 :] if cut_sessions else text[: w - 1] + "…"
 
     def line(cells: list[str]) -> str:
-        last = cells[-1] if len(cells[-1]) <= widths[-1] else cells[-1][: widths[-1] - 1] + "…"
         middle = (c.rjust(w) for c, w in zip(cells[1:-1], widths[1:-1], strict=True))
-        return "  ".join([cells[0].ljust(widths[0]), *middle, last]).rstrip()
+        return "  ".join(
+            [fit(0, cells[0]).ljust(widths[0]), *middle, fit(len(cells) - 1, cells[-1])]
+        ).rstrip()
 
     return [line(r) for r in rows]
 
@@ -199,7 +212,8 @@ def format_summary(summary: dict[str, Any], width: int | None = None) -> str:
             ]
             for name, s in named
         ],
-        None,
+        width,
+        cut_sessions=True,
     )
     runs, events_n = overall["usage"]["runs"], overall["total_events"]
     out = [
