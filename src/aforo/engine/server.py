@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 
 from aforo.engine.errors import EngineError, EngineUnavailable
+from aforo.engine.home import PRIVATE_UMASK, private_dir, private_file
 
 # Loading a model is mostly reading it: the bundled 0.5B takes seconds, a 7B GGUF from a slow disk more.
 HEALTH_TIMEOUT_S = 300.0
@@ -92,7 +93,7 @@ def launch(
     requests came before (measured: the same /compact gave summaries of 954, 1 000 and 1 900 tokens).
     `threads`: every core by default; two servers on one machine take one each, or both slow down.
     """
-    logs.mkdir(parents=True, exist_ok=True)
+    private_dir(logs)
     for _attempt in range(3):
         port = free_port()
         log = logs / f"server-{port}.log"
@@ -101,12 +102,17 @@ def launch(
         cmd = [str(binary), "-m", str(model_path), "-c", str(ctx), "-np", "1", "-t", str(cores)]
         cmd += ["--host", "127.0.0.1", "--port", str(port), "--no-webui", "--jinja", "--alias", alias]
         if slots is not None:
-            slots.mkdir(parents=True, exist_ok=True)
+            private_dir(slots)
             cmd += ["--slot-save-path", str(slots)]
-        with log.open("w") as out:
+        with private_file(log, "w") as out:
             # Its own session: a Ctrl-C meant for aforo must not kill the server under a running turn.
             proc = subprocess.Popen(
-                cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+                cmd,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                umask=PRIVATE_UMASK,  # the slots it saves are the user's alone
             )
         server = Server(proc.pid, port, alias, str(model_path), ctx, str(log))
         deadline = time.monotonic() + HEALTH_TIMEOUT_S

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from aforo.engine.home import EngineHome, read_json, write_json
+from aforo.engine.home import EngineHome, private_dir, private_file, read_json, write_json
 from aforo.engine.server import Server, alive, healthy, is_llama_server, terminate
 
 
@@ -66,8 +66,8 @@ class SharedEngine:
                 running = Running(running.server, True)
             write_json(self.state_path, {**running.server.to_json(), "pinned": running.pinned})
             if pid:
-                self.users_dir.mkdir(parents=True, exist_ok=True)
-                (self.users_dir / str(pid)).touch()
+                private_dir(self.users_dir)
+                private_file(self.users_dir / str(pid), "a").close()
             return running
 
     def release(self, pid: int) -> bool:

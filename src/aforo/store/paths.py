@@ -41,8 +41,13 @@ def unsafe_reason(st: os.stat_result) -> str | None:
     return None
 
 
-def ensure_dir(path: Path) -> Path:
-    """Create `path` (and missing parents) as 0700 directories; an existing one must be safe as it is."""
+def ensure_dir(
+    path: Path, *, variable: str = "AFORO_HOME", holds: str = "aforo's state (conversations, settings)"
+) -> Path:
+    """Create `path` (and missing parents) as 0700 directories; an existing one must be safe as it is.
+
+    `variable` is the setting that moves the directory and `holds` what it holds, for the messages (the
+    engine's cache, `aforo.engine.home`, follows the same rule under AFORO_ENGINE_HOME)."""
     missing: list[Path] = []
     probe = path
     while not probe.exists() and probe != probe.parent:
@@ -63,17 +68,17 @@ def ensure_dir(path: Path) -> Path:
         st = path.stat()
     except OSError as exc:
         raise StoreError(
-            f"cannot create the state directory {path}: {exc.strerror or exc}. "
-            "Set AFORO_HOME to a directory you can write."
+            f"cannot create the directory {path} for {holds}: {exc.strerror or exc}. "
+            f"Set {variable} to a directory you can write."
         ) from exc
     if not stat.S_ISDIR(st.st_mode):
-        raise StoreError(f"{path} exists but is not a directory; set AFORO_HOME elsewhere or remove it.")
+        raise StoreError(f"{path} exists but is not a directory; set {variable} elsewhere or remove it.")
     reason = None if created else unsafe_reason(st)
     if reason is not None:
         raise StoreError(
-            f"{path} is not safe for aforo's state (conversations, settings): {reason}. aforo does not "
-            "change the permissions of a directory it did not create: set AFORO_HOME to a directory only "
-            f"you can write, or make this one yours alone (e.g. `chmod go-w {path}`)."
+            f"{path} is not safe for {holds}: {reason}. aforo does not change the permissions of a "
+            f"directory it did not create: set {variable} to a directory only you can write, or make "
+            f"this one yours alone (e.g. `chmod go-w {path}`)."
         )
     return path
 
