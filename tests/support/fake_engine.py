@@ -128,15 +128,16 @@ print("[100%] Built target llama-server")
 FAKE_MODEL_GGUF = b"GGUF the fake model " + bytes(range(256)) * 4
 
 INSTALLING_AFORO_SCRIPT = f"""#!{sys.executable}
-import functools, os, sys
+import os, sys
 from pathlib import Path
 sys.path.insert(0, {str(TESTS)!r})
 from aforo.cli.main import main
-from aforo.engine import local
 from aforo.engine.install import Installer
 from support.fake_engine import FAKE_MODEL_GGUF, fake_model_pin
-pin = fake_model_pin(Path(os.environ["FAKE_PIP_WHEELS"]), FAKE_MODEL_GGUF)
-local.Installer = functools.partial(Installer, model=pin, python=os.environ["FAKE_PYTHON"])
+# The defaults of every Installer this process makes, however it is imported: never the real pip/model.
+defaults = Installer.__init__.__kwdefaults__
+defaults["model"] = fake_model_pin(Path(os.environ["FAKE_PIP_WHEELS"]), FAKE_MODEL_GGUF)
+defaults["python"] = os.environ["FAKE_PYTHON"]
 sys.exit(main())
 """
 
