@@ -17,7 +17,7 @@ import os
 import re
 import sys
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -32,7 +32,6 @@ from aforo.cli.status import stderr_status
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import EventSink, Info, Result, RunEnd, RunResult, Warning, phase
 from aforo.limits import STDIN_BYTES
-from aforo.records import Where
 from aforo.store.checkpoints import CheckpointStore, MiB
 from aforo.store.journal import StoreJournal
 from aforo.store.paths import checkpoints_dir, sessions_dir
@@ -118,9 +117,8 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         return EXIT_CODES["error"]
     telemetry = _open_telemetry(emit)
     try:
-        code, result, session = _start(
-            cfg, emit, store, record, notes, checkpoints, telemetry, prompt, interactive
-        )
+        start = _Start(cfg, emit, notes, checkpoints, telemetry, prompt, interactive)
+        code, result, session = _start(start, store, record)
     finally:
         if telemetry is not None:
             telemetry.close()
@@ -168,44 +166,40 @@ def combine(piped: str | None, words: str) -> str:
     return "\n\n".join(parts)
 
 
+@dataclass(frozen=True)
+class _Start:
+    """What a run starts from once the flags are read and the stores are open."""
+
+    cfg: Config
+    emit: EventSink
+    notes: list[str]  # about the session resumed, said once the runtime is up
+    checkpoints: CheckpointStore
+    telemetry: Telemetry | None
+    prompt: str
+    interactive: bool
+
+
 def _start(
-    cfg: Config,
-    emit: EventSink,
-    store: SessionStore,
-    record: SessionRecord,
-    notes: list[str],
-    checkpoints: CheckpointStore,
-    telemetry: Telemetry | None,
-    prompt: str,
-    interactive: bool,
+    start: _Start, store: SessionStore, record: SessionRecord
 ) -> tuple[int, RunResult | None, str | None]:
     """The exit code, the run's result for the final `result` event (None: interactive) and the saved
     session's id (None: none was saved)."""
     try:
-        keeper = SessionKeeper(store, record, emit)
+        keeper = SessionKeeper(store, record, start.emit)
     except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
         _fail(exc)
         return EXIT_USAGE, RunResult("error", error=str(exc)), None
     try:
-        return _run(cfg, emit, keeper, notes, checkpoints, telemetry, prompt, interactive)
+        return _run(start, keeper)
     finally:
         keeper.close()
 
 
-def _run(
-    cfg: Config,
-    emit: EventSink,
-    keeper: SessionKeeper,
-    notes: list[str],
-    checkpoints: CheckpointStore,
-    telemetry: Telemetry | None,
-    prompt: str,
-    interactive: bool,
-) -> tuple[int, RunResult | None, str | None]:
+def _run(start: _Start, keeper: SessionKeeper) -> tuple[int, RunResult | None, str | None]:
     from aforo.cli.wiring import build_runtime
 
-    record, store = keeper.record, keeper.store
-    journal = StoreJournal(keeper.session_id, checkpoints, telemetry, emit)
+    cfg, emit, record, store = start.cfg, start.emit, keeper.record, keeper.store
+    journal = StoreJournal(keeper.session_id, start.checkpoints, start.telemetry, emit)
     log = RunLog(keeper, journal)
     try:
         with phase(emit, "connecting", cfg.base_url):
@@ -217,20 +211,18 @@ def _run(
         failed = RunResult("error", error=str(exc))
         emit(RunEnd(failed))
         return EXIT_CODES["error"], failed, None
-    for note in notes + mismatch_warnings(record, cfg.workspace, runtime.model):
+    for note in start.notes + mismatch_warnings(record, cfg.workspace, runtime.model):
         emit(Warning(note))
     keeper.attach(runtime.agent, workspace=cfg.workspace, model=runtime.model, base_url=cfg.base_url)
-    budget = runtime.agent.governor.budget
-    counter = runtime.counter.name if runtime.counter else "estimate"
-    log.where = Where(runtime.model, runtime.server.kind, budget.window, budget.source, counter)
+    log.where = runtime.agent.governor.where()
     resumed = f" (resumed: {len(runtime.agent.messages)} messages)" if record.messages else ""
     emit(Info({"session": record.id + resumed}))
-    if interactive:
+    if start.interactive:
         from aforo.cli.repl import start_repl
 
         repl = start_repl(keeper, log, runtime.provider, store, cfg.workspace, runtime.model)
         return repl, None, record.id
-    result = ask(runtime.agent, keeper, log, prompt)
+    result = ask(runtime.agent, keeper, log, start.prompt)
     keeper.save()
     return EXIT_CODES[result.reason], result, record.id
 

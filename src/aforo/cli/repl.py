@@ -115,7 +115,7 @@ class Repl:
         except KeyboardInterrupt:
             # A second Ctrl-C can land after the agent's own handler (while it ends the run): the
             # conversation must still be well-formed before it is saved.
-            self.agent.governor.conversation.close_pending(INTERRUPTED_RESULT)
+            self.agent.governor.close_pending(INTERRUPTED_RESULT)
             self.console.print("\n[aborted] cancelled by the user", markup=False, highlight=False)
         self.keeper.save()
         self.status()
@@ -123,7 +123,7 @@ class Repl:
     def status(self) -> None:
         gov = self.agent.governor
         count = gov.count(self.agent.request())
-        line = ctx_line(count.tokens, gov.budget.window, count.exact)
+        line = ctx_line(count.tokens, gov.window, count.exact)
         self.console.print(f"{line} · {len(self.agent.messages)} messages", style="cyan", markup=False)
 
 

@@ -97,10 +97,10 @@ class SessionKeeper:
         self._saved = None
         record.workspace, record.model, record.base_url = self._where
         if self.agent is not None:
-            conversation = self.agent.governor.conversation
-            conversation.replace(record.messages)
-            conversation.close_pending(INTERRUPTED_RESULT)
-            record.window = self.agent.governor.budget.window
+            governor = self.agent.governor
+            governor.replace_history(record.messages)
+            governor.close_pending(INTERRUPTED_RESULT)
+            record.window = governor.window
 
     def _open(self, record: SessionRecord) -> tuple[SessionLock, SessionRecord]:
         """Lock `record`'s session, then read it again: a process that held it until now may have
@@ -123,12 +123,12 @@ class SessionKeeper:
         """Save the prompt before the run, so a kill before the first answer keeps it."""
         if self.agent is not None:
             self._saved = None  # what is on disk is not the conversation yet
-            self._write([*self.agent.messages, Message.user(prompt)], self.agent.governor.budget.window)
+            self._write([*self.agent.messages, Message.user(prompt)], self.agent.governor.window)
 
     def save(self) -> None:
         if self.agent is not None:
             messages = self.agent.messages
-            written = self._write(list(messages), self.agent.governor.budget.window)
+            written = self._write(list(messages), self.agent.governor.window)
             self._saved = messages if written else None
 
     def _write(self, messages: list[Message], window: int) -> bool:
