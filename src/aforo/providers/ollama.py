@@ -26,20 +26,18 @@ from aforo import steps
 from aforo.errors import HTTPStatusError, ProtocolError, ProviderError
 from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.messages import (
-    Message,
     MessageEnd,
     Request,
     StopReason,
     StreamEvent,
     StreamText,
     StreamToolCall,
-    TextBlock,
-    ToolResult,
     ToolUse,
     Usage,
 )
 from aforo.wire.body import JSON_HEADERS, encode_body
 from aforo.wire.bounded import AnswerBudget, lines, read_body, server_json
+from aforo.wire.chat import Dialect, chat_messages
 from aforo.wire.http import get_json_quiet, normalize_base_url, status_error, translate_transport
 from aforo.wire.openai_chat import tools_to_openai
 
@@ -70,41 +68,20 @@ def supports_schema_format(version: str | None) -> bool:
     return parsed is not None and parsed >= SCHEMA_FORMAT_SINCE
 
 
+def _call(use: ToolUse) -> dict[str, Any]:
+    return {"function": {"name": use.name, "arguments": use.input}}
+
+
+def _result(_tool_use_id: str, content: str, name: str | None) -> dict[str, Any]:
+    return {"role": "tool", "content": content} | ({"tool_name": name} if name is not None else {})
+
+
+# Calls carry no ids and take their arguments as an object; a result names the tool of its call.
+OLLAMA = Dialect(_call, _result, calls_only="")
+
+
 def messages_to_ollama(request: Request) -> list[dict[str, Any]]:
-    wire: list[dict[str, Any]] = []
-    if request.system_text:
-        wire.append({"role": "system", "content": request.system_text})
-    names: dict[str, str] = {}  # tool_use id -> tool name, for the "tool" messages that answer them
-    for message in request.messages:
-        wire.extend(_message_to_ollama(message, names))
-    return wire
-
-
-def _message_to_ollama(message: Message, names: dict[str, str]) -> list[dict[str, Any]]:
-    if message.role == "assistant":
-        out: dict[str, Any] = {"role": "assistant", "content": message.text}
-        calls = []
-        for block in message.content:
-            if isinstance(block, ToolUse):
-                names[block.id] = block.name
-                calls.append({"function": {"name": block.name, "arguments": block.input}})
-        if calls:
-            out["tool_calls"] = calls
-        return [out]
-    wire: list[dict[str, Any]] = []
-    texts: list[str] = []
-    for block in message.content:
-        if isinstance(block, ToolResult):
-            content = f"Error: {block.content}" if block.is_error else block.content
-            tool: dict[str, Any] = {"role": "tool", "content": content}
-            if block.tool_use_id in names:
-                tool["tool_name"] = names[block.tool_use_id]
-            wire.append(tool)
-        elif isinstance(block, TextBlock):
-            texts.append(block.text)
-    if texts:
-        wire.append({"role": "user", "content": "\n\n".join(texts)})
-    return wire
+    return chat_messages(request, OLLAMA)
 
 
 def _count(value: Any) -> int:

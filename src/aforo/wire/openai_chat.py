@@ -9,7 +9,8 @@ import json
 from typing import Any
 
 from aforo import steps
-from aforo.messages import Message, Request, TextBlock, ToolResult, ToolSpec, ToolUse
+from aforo.messages import Request, ToolSpec, ToolUse
+from aforo.wire.chat import Dialect, chat_messages
 
 
 def tools_to_openai(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
@@ -22,44 +23,22 @@ def tools_to_openai(tools: tuple[ToolSpec, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def message_to_openai(message: Message) -> list[dict[str, Any]]:
-    """One canonical message may become several wire messages: tool results are role "tool"."""
-    if message.role == "assistant":
-        out: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-        calls = [
-            {
-                "id": b.id,
-                "type": "function",
-                "function": {"name": b.name, "arguments": json.dumps(b.input, ensure_ascii=False)},
-            }
-            for b in message.content
-            if isinstance(b, ToolUse)
-        ]
-        if calls:
-            out["tool_calls"] = calls
-        elif out["content"] is None:
-            out["content"] = ""
-        return [out]
-    wire: list[dict[str, Any]] = []
-    text_parts: list[str] = []
-    for block in message.content:
-        if isinstance(block, ToolResult):
-            content = f"Error: {block.content}" if block.is_error else block.content
-            wire.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": content})
-        elif isinstance(block, TextBlock):
-            text_parts.append(block.text)
-    if text_parts:
-        wire.append({"role": "user", "content": "\n\n".join(text_parts)})
-    return wire
+def _call(use: ToolUse) -> dict[str, Any]:
+    arguments = json.dumps(use.input, ensure_ascii=False)
+    return {"id": use.id, "type": "function", "function": {"name": use.name, "arguments": arguments}}
+
+
+def _result(tool_use_id: str, content: str, _name: str | None) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": tool_use_id, "content": content}
+
+
+# A call is named by its id, with its arguments as a JSON string; an assistant message that only calls
+# tools has no content (null).
+OPENAI = Dialect(_call, _result, calls_only=None)
 
 
 def messages_to_openai(request: Request) -> list[dict[str, Any]]:
-    wire: list[dict[str, Any]] = []
-    if request.system_text:
-        wire.append({"role": "system", "content": request.system_text})
-    for message in request.messages:
-        wire.extend(message_to_openai(message))
-    return wire
+    return chat_messages(request, OPENAI)
 
 
 def step_format(request: Request) -> dict[str, Any]:
