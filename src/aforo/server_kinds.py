@@ -9,6 +9,9 @@ each other: it joins a server's readers to a provider's constructor.
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 from aforo.protocols import Provider
 from aforo.providers.ollama import OllamaProvider, supports_schema_format
 from aforo.providers.openai_compat import OpenAICompatProvider
@@ -41,31 +44,21 @@ def openai_compat(
     api_key: str | None,
     read_timeout: float,
     answer_timeout: float,
+    extra_body: dict[str, Any] | None = None,
 ) -> Provider:
-    return OpenAICompatProvider(
-        server.v1_url, model, api_key=api_key, timeout=read_timeout, answer_timeout=answer_timeout
-    )
-
-
-def llamacpp_compat(
-    server: ServerInfo,
-    model: str,
-    *,
-    window: int,
-    api_key: str | None,
-    read_timeout: float,
-    answer_timeout: float,
-) -> Provider:
-    # Asked to, llama-server streams its own progress through the prompt (`prompt_progress`, one chunk per
-    # batch), which the status line shows; other servers may refuse a field they do not know.
     return OpenAICompatProvider(
         server.v1_url,
         model,
         api_key=api_key,
         timeout=read_timeout,
         answer_timeout=answer_timeout,
-        extra_body={"return_progress": True},
+        extra_body=extra_body,
     )
+
+
+# Asked to, llama-server streams its own progress through the prompt (`prompt_progress`, one chunk per
+# batch), which the status line shows; other servers may refuse a field they do not know.
+llamacpp_compat = partial(openai_compat, extra_body={"return_progress": True})
 
 
 def ollama_native(
