@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from aforo import steps
+from aforo.closing import Closing
 from aforo.errors import HTTPStatusError, ProtocolError, ProviderError
 from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.messages import (
@@ -88,7 +89,7 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
-class OllamaProvider:
+class OllamaProvider(Closing):
     """Streams `/api/chat` from an Ollama server, with the window aforo uses as `num_ctx`."""
 
     name = "ollama"
@@ -123,12 +124,6 @@ class OllamaProvider:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> OllamaProvider:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     @property
     def version(self) -> str | None:

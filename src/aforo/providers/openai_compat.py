@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from aforo.closing import Closing
 from aforo.errors import ConfigError, ProtocolError
 from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.messages import (
@@ -191,7 +192,7 @@ class _Answer:
         yield MessageEnd(usage_from_openai(self.usage), reason, dict(self.timings), self.served)
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(Closing):
     """Streams chat completions from any OpenAI-compatible server."""
 
     name = "openai"
@@ -224,12 +225,6 @@ class OpenAICompatProvider:
 
     def close(self) -> None:
         self._client.close()
-
-    def __enter__(self) -> OpenAICompatProvider:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         body = {**chat_body(request, stream=True), **self.extra_body}

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any, TextIO
 
+from aforo.closing import Closing
 from aforo.errors import StoreError
 from aforo.store.ids import utc_now
 from aforo.store.migrations import Migrations, SqlStep, migrate_database
@@ -139,7 +140,7 @@ def connect(path: Path) -> sqlite3.Connection:
     return db
 
 
-class Telemetry:
+class Telemetry(Closing):
     """One connection per object, shared by the threads of one process under a lock."""
 
     def __init__(self, path: Path | None = None) -> None:
@@ -172,12 +173,6 @@ class Telemetry:
 
     def close(self) -> None:
         self._db.close()
-
-    def __enter__(self) -> Telemetry:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def record(
         self,
