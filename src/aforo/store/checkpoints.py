@@ -254,11 +254,6 @@ class CheckpointStore:
     def load(self, path: Path) -> Checkpoint:
         return load_checkpoint(path)
 
-    def latest(self, session_id: str) -> Checkpoint | None:
-        """The newest checkpoint of a session; a corrupt newest one raises instead of being skipped."""
-        entries = self.list(session_id)
-        return load_checkpoint(entries[0].path) if entries else None
-
     def _entries(self, session_id: str | None) -> builtins.list[CheckpointEntry]:
         if not self.root.is_dir():
             return []
