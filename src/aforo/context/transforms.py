@@ -4,6 +4,11 @@ The checkpoint reason and the telemetry event are already on disk (checkpoint fi
 earlier runs), so they never change; the event action is what `--json` prints. A transformation with
 a stage is one admission runs by itself before every model call, in the order of the table: a new
 stage is its function (Room -> Plan | None, see `aforo.context.plan`) plus one row here.
+
+The tool-output cap (stage 1) has no row on purpose: it shapes a new result before it enters the
+history (`Governor.tool_cap`, applied by `tool_batch`), so there is no history to checkpoint, nothing
+an /undo could give back that the conversation ever held, and nothing to replace. Each capped result
+says so itself (its marker, and the `tool_end` event's `truncated`).
 """
 
 from __future__ import annotations
