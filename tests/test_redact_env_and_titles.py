@@ -125,13 +125,17 @@ def test_grep_lines_of_env_files_are_redacted_wherever_they_appear() -> None:
     assert f"src/settings.py:9:MY_PLAIN_VALUE = '{PLAIN}x'" in out
 
 
+# Python, not a `.env` file's shape (spaces around `=`): only the file it comes from could make it one.
+READ_OF_CODE = f"     1\tMY_PLAIN_VALUE = {PLAIN}"
+
+
 def env_conversation(path: str = ".env") -> list[Message]:
     return [
         Message.user("What is configured in the env file?"),
         Message("assistant", (TextBlock("Reading it."), ToolUse("c1", "Read", {"file_path": path}))),
         Message("user", (ToolResult("c1", READ_OF_ENV),)),
-        Message("assistant", (ToolUse("c2", "Read", {"file_path": "notes.md"}),)),
-        Message("user", (ToolResult("c2", f"     1\tMY_PLAIN_VALUE={PLAIN}"),)),
+        Message("assistant", (ToolUse("c2", "Read", {"file_path": "notes.py"}),)),
+        Message("user", (ToolResult("c2", READ_OF_CODE),)),
         Message.assistant("It sets MY_PLAIN_VALUE, DEBUG and PORT."),
     ]
 
@@ -141,7 +145,7 @@ def test_env_values_never_reach_the_session_file(tmp_path: Path) -> None:
     rec = SessionRecord(id=store.new_id(), workspace=str(tmp_path), messages=env_conversation())
     raw = store.save(rec).read_text()
     assert PLAIN[::-1] not in raw
-    assert raw.count(PLAIN) == 1  # only notes.md's copy: an ordinary file keeps ordinary assignments
+    assert raw.count(PLAIN) == 1  # only notes.py's copy: an ordinary file keeps ordinary assignments
     back = store.load(rec.id)
     assert "DEBUG=true" in back.messages[2].tool_results[0].content
 
@@ -157,7 +161,8 @@ def test_redact_obj_knows_a_result_only_from_the_call_it_answers() -> None:
     obj = [m.to_dict() for m in env_conversation(".env.production")]
     out = redact_obj(obj)
     assert PLAIN not in str(out[2]) and PLAIN in str(out[4])
-    orphan = redact_obj([Message("user", (ToolResult("gone", READ_OF_ENV),)).to_dict()])
+    assert PLAIN not in redact_env_file(READ_OF_CODE)  # what the same text is when it comes from .env
+    orphan = redact_obj([Message("user", (ToolResult("gone", READ_OF_CODE),)).to_dict()])
     assert PLAIN in str(orphan)  # its call was compacted away: nothing says it came from .env
 
 

@@ -45,6 +45,17 @@ def env_read(line: str) -> str:
     return str(redact_obj([m.to_dict() for m in messages]))
 
 
+def quoted(line: str) -> str:
+    """`line` piped in before a question (`cat .env | aforo …`), and an answer quoting its value in a
+    sentence; the session as stored."""
+    value = line.partition("=")[2]
+    messages = [
+        Message.user(f"{line}\n\nIs this setting right?"),
+        Message.assistant(f"Yes: the app reads {value} from it."),
+    ]
+    return str(redact_obj([m.to_dict() for m in messages]))
+
+
 # kind -> cases of (text with {s} where the secret goes, the secret, how it is stored). A kind with
 # one case per provider is a dict.
 Case = tuple[str, str, Callable[[str], str]]
@@ -103,6 +114,12 @@ KINDS: dict[str, list[Case]] = {
         ('export GREETING="{s}"', letters(12) + " " + letters(9), env_read),
         ("config/.env.local:4:SOMETHING={s}", letters(16), redact),
     ],
+    "`.env`-shaped text anywhere": [
+        ("MY_PLAIN_VALUE={s}\n\nwhat is wrong with this?", letters(16), redact),
+        ("Here it is:\n\n```\n# app\nexport GREETING={s}\nDEBUG=true\n```\n", letters(12), redact),
+        ("     1\tAPP_NAME=demo\n     2\tPLAIN_SETTING={s}", letters(14), redact),
+        ("MY_PLAIN_VALUE={s}", rand(ALNUM, 14), quoted),
+    ],
     "API keys and tokens": list(PROVIDERS.values()),
 }
 
@@ -148,7 +165,12 @@ ORDINARY = [
     "for key, value in mapping.items():",
     "commit 3f786850e387550fdab836ed7e6dc881de23001b",
     "def login(username: str, password: str) -> Token:",
-    "MY_PLAIN_VALUE=hunter2hunter2  # in README.md, not a .env file: an example, kept",
+    # Not of a `.env` file's shape, or among lines that are not: code and prose keep their assignments.
+    "Set MY_PLAIN_VALUE=hunter2hunter2 in your shell, then run it.",
+    "import os\nMY_PLAIN_VALUE=hunter2hunter2\nprint(MY_PLAIN_VALUE)",
+    "MAX_RETRIES = 5\nBASE_NAME = 'hunter2hunter2'",
+    "x=1\ny=hunter2hunter2",
+    "if A==B:",
 ]
 
 

@@ -115,8 +115,10 @@ def test_context_around_a_secret_survives() -> None:
         "postgres://admin:[REDACTED:url-password]@db.example.com:5432/app"
     )
     key = "sk-proj-" + rand(ALNUM, 60)
+    # (Beside code: `MODEL=gpt-4o` after it would make the two lines a `.env`-shaped block, all redacted.)
     assert (
-        redact(f"OPENAI_API_KEY={key}\nMODEL=gpt-4o") == "OPENAI_API_KEY=[REDACTED:openai-key]\nMODEL=gpt-4o"
+        redact(f"OPENAI_API_KEY={key}\nmodel = 'gpt-4o'")
+        == "OPENAI_API_KEY=[REDACTED:openai-key]\nmodel = 'gpt-4o'"
     )
     assert redact('password = "hunter2xyz"  # set in CI') == 'password = "[REDACTED:password]"  # set in CI'
 

@@ -9,7 +9,8 @@ Three layers (see `aforo.store.redact` for how their spans are merged and replac
 3. Assignments (`password = "…"`, `API_KEY=…`, `secret: …`, `"token": "…"`, `--password x`), judged by
    the *name* of the key (see `secret_key_kind`) and the *shape* of the value, so code such as
    `password_field = form.get("password")` or `max_tokens: 1024` survives; and the values of Grep
-   lines from `.env`-style files, whatever their key (see `env_files`).
+   lines from `.env`-style files and of `.env`-shaped blocks of lines, whatever their key (see
+   `env_files`).
 
 Every detector runs in time linear in the text (bench/redaction.py measures it by input size): no
 regex tries an unbounded run from inside a run it could have started at the run's start, and no two
@@ -258,3 +259,4 @@ def spans(text: str) -> Iterator[Span]:
     yield from _keyword_spans(text)
     if ".env" in text:
         yield from ((start, end, P_ASSIGN, ENV_KIND) for start, end in env_files.grep_line_spans(text))
+    yield from ((start, end, P_ASSIGN, ENV_KIND) for start, end in env_files.block_spans(text))

@@ -1,14 +1,19 @@
 """Values of `.env`-style files, whatever their key names: `MY_PLAIN_VALUE=hunter2hunter2` is a secret
-when it comes from `.env`, though the same line in a README is not.
+when it comes from `.env`.
 
 Where a text comes from is known in two ways: a Grep line names its file (`config/.env.local:3:KEY=v`,
 or `…-3-…` for a context line), and a tool result answers a tool call whose input names the file (a
-Read of `.env`), which the caller knows from the conversation. A value that cannot be a secret (empty,
-`true`, a short number, a `${VAR}` reference) is kept: see `value_is_secret`.
+Read of `.env`), which the caller knows from the conversation. Text that comes from nowhere in
+particular (a prompt, piped input, `cat .env`'s output, an answer quoting it) is judged by its shape: a
+block of lines that all have the shape of a `.env` file's (`block_spans`) has its values redacted like
+a `.env` file's. A value that cannot be a secret (empty, `true`, a short number, a `${VAR}` reference)
+is kept: see `value_is_secret`.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Iterator
 
@@ -89,3 +94,55 @@ def file_spans(text: str) -> Iterator[Span]:
         span, pos = _assignment_at(text, number.end() if number else pos, line_end)
         if span is not None:
             yield span
+
+
+# The shape of a `.env` line wherever it appears: an UPPER_SNAKE key (optionally after `export`, or
+# after Read's line number) and `=` right after it, as a shell or docker's env files write it. Python's
+# `MAX_SIZE = 100` (spaces around `=`), `x=1` (lower case) and `A==B` are not of that shape; an empty
+# value (`EMPTY=`) is.
+_LEAD = r"[ \t]*(?:\d+\t)?"
+_KEY = r"(?:export[ \t]+)?(?P<key>[A-Z][A-Z0-9_]*)=(?![= \t])"
+_SHAPED = re.compile(_LEAD + _KEY)
+# A block of `.env` shape: lines that are such assignments or `#` comments, and nothing else.
+_LINE = _LEAD + r"(?:(?:export[ \t]+)?[A-Z][A-Z0-9_]*=(?![= \t])|[ \t]*#)[^\n]*+"
+_ENV_BLOCK = re.compile(rf"(?:{_LINE}\n)*+{_LINE}")
+# What ends a block: a blank line (Read numbers none) or a Markdown fence.
+_SEPARATOR = re.compile("^" + _LEAD.replace("*", "*+", 1) + r"(?:[ \t\r]*+$|(?:```|~~~).*$)", re.MULTILINE)
+# Where a block may start: a line starting like a `.env` assignment.
+_CANDIDATE = re.compile("^" + _LEAD + r"(?:export[ \t]+)?[A-Z][A-Z0-9_]*=", re.MULTILINE)
+
+
+def block_spans(text: str) -> Iterator[Span]:
+    """The values of the `.env`-shaped blocks of `text`: runs of lines between blank lines, fences or
+    the text's ends in which every line is a `KEY=value` line of `.env` shape or a `#` comment (at least
+    one of them an assignment). A line of another shape, code or prose, makes its block ordinary text.
+
+    Linear: the separators are found in one pass, each block holding a candidate line is matched once
+    (possessively, so a block that fails is not re-tried line by line), and only the lines of blocks of
+    `.env` shape are looked at one by one.
+    """
+    candidates = _CANDIDATE.finditer(text)
+    first = next(candidates, None)
+    if first is None:
+        return
+    separators = [(m.start(), m.end()) for m in _SEPARATOR.finditer(text)]
+    starts = [start for start, _ in separators]
+    done = 0  # candidates before this offset lie in a block already judged
+    for m in itertools.chain((first,), candidates):
+        if m.start() < done:
+            continue
+        i = bisect.bisect_right(starts, m.start())
+        block_start = separators[i - 1][1] + 1 if i > 0 else 0
+        block_end = separators[i][0] - 1 if i < len(separators) else len(text)
+        done = block_end + 1
+        if _ENV_BLOCK.fullmatch(text, block_start, max(block_start, block_end)) is None:
+            continue
+        pos = block_start
+        while pos < block_end:
+            line_end = _line_end(text, pos)
+            shaped = _SHAPED.match(text, pos, line_end)
+            if shaped is not None:
+                span, _ = _value(text, shaped.end(), line_end, shaped.group("key"))
+                if span is not None:
+                    yield span
+            pos = line_end + 1

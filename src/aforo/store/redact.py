@@ -3,7 +3,9 @@
 The detectors (`aforo.store.detectors`) run over the *original* text, each yielding spans; overlapping
 spans are merged and the most specific kind names the result, so the order of detectors never matters
 and a marker is never re-scanned. Structured values (sessions, checkpoints) are walked whole, so a
-tool result is judged with the call it answers (a Read of `.env` has every value redacted).
+tool result is judged with the call it answers (a Read of `.env` has every value redacted), and a
+`.env` value found anywhere in them is redacted wherever else it appears in them (an answer quoting
+it in a sentence: `the password is hunter2hunter2`).
 
 Not covered (documented): high-entropy strings without a recognizable name or prefix, since hashes and
 ids look the same and redacting them would mangle ordinary tool output.
@@ -12,7 +14,7 @@ ids look the same and redacting them would mangle ordinary tool output.
 from __future__ import annotations
 
 import bisect
-import itertools
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -22,6 +24,9 @@ from aforo.store import env_files
 from aforo.store.detectors import P_ASSIGN, SECRETISH, Span, spans
 from aforo.store.env_files import ENV_KIND
 from aforo.store.secret_keys import MARKER, MARKER_PREFIX, secret_key_kind, value_is_secret
+
+# A redacted text, and the `.env` values redacted in it that are worth looking for elsewhere.
+Redacted = tuple[str, frozenset[str]]
 
 
 class _Memo:
@@ -35,10 +40,13 @@ class _Memo:
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
         self.chars = 0
-        self.items: OrderedDict[str, str] = OrderedDict()
+        self.items: OrderedDict[str, Redacted] = OrderedDict()
         self.lock = threading.Lock()
 
     def get(self, text: str) -> str:
+        return self.entry(text)[0]
+
+    def entry(self, text: str) -> Redacted:
         with self.lock:
             hit = self.items.get(text)
             if hit is not None:
@@ -60,13 +68,22 @@ _MEMO = _Memo(max_chars=16 * 1024 * 1024)
 
 def redact(text: str) -> str:
     """`text` with every detected secret replaced by `[REDACTED:<kind>]`."""
-    return _MEMO.get(text) if len(text) >= 32 else _redact(text)
+    return _redacted(text)[0]
+
+
+def _redacted(text: str) -> Redacted:
+    return _MEMO.entry(text) if len(text) >= 32 else _redact(text)
 
 
 def redact_env_file(text: str) -> str:
     """`text` from a `.env`-style file, as a tool showed it: every value redacted, whatever its key."""
-    env = ((start, end, P_ASSIGN, ENV_KIND) for start, end in env_files.file_spans(text))
-    return redact(_apply(text, itertools.chain(spans(text), env)))
+    return _redact_env_file(text)[0]
+
+
+def _redact_env_file(text: str) -> Redacted:
+    found = [*spans(text), *((start, end, P_ASSIGN, ENV_KIND) for start, end in env_files.file_spans(text))]
+    out, values = _redacted(_apply(text, found))
+    return out, values | _quotable(text, found)
 
 
 # A redaction can give text around it a new context: a token cut out of the middle of a word leaves
@@ -75,13 +92,38 @@ def redact_env_file(text: str) -> str:
 _MAX_PASSES = 4
 
 
-def _redact(text: str) -> str:
-    for _ in range(_MAX_PASSES):
-        out = _apply(text, spans(text))
-        if out == text:
-            break
-        text = out
-    return text
+def _redact(text: str) -> Redacted:
+    found = list(spans(text))
+    values = _quotable(text, found)
+    out = _apply(text, found)
+    passes = 1
+    while out != text and passes < _MAX_PASSES:
+        text, out = out, _apply(out, spans(out))
+        passes += 1
+    return out, values
+
+
+# A `.env` value is looked for elsewhere in the same session or checkpoint when it cannot be an ordinary
+# word: at least this long, with a letter and a digit and no space (`hunter2hunter2`, not `production`).
+_QUOTABLE_CHARS = 8
+_MAX_QUOTABLE = 256  # values looked for in one structured value; a .env has a few dozen
+
+
+def _quotable(text: str, found: Iterable[Span]) -> frozenset[str]:
+    """The `.env` values among the spans `found` in `text` that are worth looking for elsewhere."""
+    values = set()
+    for start, end, _prio, kind in found:
+        value = text[start:end]
+        if (
+            kind == ENV_KIND
+            and len(value) >= _QUOTABLE_CHARS
+            and any(c.isdigit() for c in value)
+            and any(c.isalpha() for c in value)
+            and not any(c.isspace() for c in value)
+            and MARKER_PREFIX not in value
+        ):
+            values.add(value)
+    return frozenset(values)
 
 
 def _apply(text: str, found: Iterable[Span]) -> str:
@@ -125,16 +167,22 @@ def redact_obj(obj: Any) -> Any:
     env_results = _env_tool_use_ids(obj)
     root: list[Any] = [None]
     stack: list[tuple[Any, Any, Any]] = [(obj, root, 0)]  # (value, where its copy goes, under which key)
+    texts: list[tuple[Any, Any]] = []  # where each redacted string went
+    values: set[str] = set()  # the .env values redacted in them
     while stack:
         value, parent, slot = stack.pop()
         if isinstance(value, str):
-            parent[slot] = redact(value)
+            parent[slot], found = _redacted(value)
+            values |= found
+            texts.append((parent, slot))
         elif isinstance(value, dict):
             parent[slot] = out = dict.fromkeys(value)  # keys in their order, values filled in below
             env_file = value.get("type") == "tool_result" and value.get("tool_use_id") in env_results
             for key, item in value.items():
                 if env_file and key == "content" and isinstance(item, str):
-                    out[key] = redact_env_file(item)
+                    out[key], found = _redact_env_file(item)
+                    values |= found
+                    texts.append((out, key))
                 elif (marker := _secret_field(key, item)) is not None:
                     out[key] = marker
                 else:
@@ -144,7 +192,21 @@ def redact_obj(obj: Any) -> Any:
             stack.extend((item, out_list, i) for i, item in enumerate(value))
         else:
             parent[slot] = value
+    if values:
+        _redact_quoted(texts, values)
     return root[0]
+
+
+def _redact_quoted(texts: list[tuple[Any, Any]], values: set[str]) -> None:
+    """Redact, in each of `texts` (a container and a key), the `.env` values found elsewhere in the same
+    structured value: an answer that quotes one in a sentence, a later message that repeats it."""
+    needles = sorted(values, key=lambda v: (-len(v), v))[:_MAX_QUOTABLE]
+    pattern = re.compile("|".join(map(re.escape, needles)))  # longest first: a value inside another
+    for parent, slot in texts:
+        text = parent[slot]
+        if any(needle in text for needle in needles):
+            found = ((m.start(), m.end(), P_ASSIGN, ENV_KIND) for m in pattern.finditer(text))
+            parent[slot] = _apply(text, found)
 
 
 def _secret_field(key: Any, value: Any) -> str | None:
