@@ -98,7 +98,7 @@ def test_a_mentioned_file_is_attached_as_a_read_call_and_its_result(tmp_path: Pa
     assert [m["role"] for m in sent] == ["user", "assistant", "tool"]
     ((args, result),) = tool_pairs(sent)
     assert args == {"file_path": "src/app.py"}
-    assert "APP-BODY" in result and "     1\tdef f():" in result  # Read's own rendering
+    assert "APP-BODY" in result and "1\tdef f():" in result  # Read's own rendering
     kinds = [(e["type"], e.get("name")) for e in run.events()]
     assert ("tool_start", "Read") in kinds and ("tool_end", "Read") in kinds
 

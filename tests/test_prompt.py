@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from aforo.limits import AGENTS_MD_BYTES
-from aforo.prompt import load_instructions, system_prompt
+from aforo.prompt import load_instructions, overview, system_prompt
 from dialects.openai_app import Reply, make_openai_app
 from support.cli import run_cli
 from support.live_server import LiveServer
@@ -27,8 +27,8 @@ def ws(tmp_path: Path) -> Path:
 def test_agents_md_keeps_its_wrapping(ws: Path) -> None:
     (ws / "AGENTS.md").write_text("Always answer in Spanish.\n")
     prompt = system_prompt(ws)
-    assert [part.name for part in prompt.parts] == ["system prompt", "AGENTS.md"]
-    assert prompt.parts[1].text == (
+    assert [part.name for part in prompt.parts] == ["system prompt", "workspace files", "AGENTS.md"]
+    assert prompt.parts[2].text == (
         '# Project instructions\n<project_instructions path="AGENTS.md">\n'
         "Always answer in Spanish.\n</project_instructions>"
     )
@@ -36,8 +36,32 @@ def test_agents_md_keeps_its_wrapping(ws: Path) -> None:
 
 
 def test_no_agents_md_is_no_part_and_no_warning(ws: Path) -> None:
-    prompt = system_prompt(ws)
+    prompt = system_prompt(ws)  # an empty workspace: no files to list either
     assert [part.name for part in prompt.parts] == ["system prompt"] and prompt.warnings == ()
+
+
+def test_the_workspace_files_are_listed_by_directory_and_ignored_files_are_not(ws: Path) -> None:
+    (ws / "src" / "app").mkdir(parents=True)
+    for name in ("src/app/main.py", "src/app/util.py", "README.md", "build/out.bin", "esc\x1b[2J.txt"):
+        (ws / name).parent.mkdir(parents=True, exist_ok=True)
+        (ws / name).write_text("x\n")
+    (ws / ".gitignore").write_text("build/\n")
+    (ws / ".git").mkdir()  # ripgrep honours .gitignore in a git checkout
+    listing = next(p.text for p in system_prompt(ws).parts if p.name == "workspace files")
+    assert listing.splitlines() == [
+        "The workspace's files:",
+        ".gitignore README.md esc\\x1b[2J.txt",  # a name from the workspace is escaped, never raw on a terminal
+        "src/app/: main.py util.py",
+    ]
+
+
+def test_a_workspace_too_large_to_list_is_shown_by_its_top_level_entries() -> None:
+    files = [f"src/m{i:03d}.py" for i in range(200)] + ["tests/test_a.py", "setup.py"]
+    assert (
+        overview(files, max_chars=600) == "The workspace's files:\nsetup.py src/ (200 files) tests/ (1 file)"
+    )
+    assert overview(files[:2], max_chars=600) == "The workspace's files:\nsrc/: m000.py m001.py"
+    assert overview([f"d{i}/x.py" for i in range(500)], max_chars=600) is None  # not even the top fits
 
 
 @pytest.mark.parametrize("target", ["/etc/passwd", "../credentials"])

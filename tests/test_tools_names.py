@@ -97,7 +97,7 @@ def test_grep_shows_each_path_on_one_line(ws: Path, mode: str) -> None:
 @pytest.mark.parametrize("raw", list(NAMES))
 def test_a_listed_name_passed_back_reaches_the_file(ws: Path, raw: bytes) -> None:
     shown = NAMES[raw]
-    assert run(Read(), ws, file_path=shown).startswith("     1\tneedle ")
+    assert run(Read(), ws, file_path=shown).startswith("1\tneedle ")
     assert run(Grep(), ws, pattern="needle", path=shown, output_mode="files_with_matches") == shown
 
 
@@ -108,9 +108,9 @@ def test_a_listed_directory_passed_back_to_ls_and_grep(ws: Path) -> None:
 
 def test_a_literal_name_that_looks_escaped_is_still_reachable(ws: Path) -> None:
     (ws / "x\\n.txt").write_text("literal\n")
-    assert run(Read(), ws, file_path="x\\n.txt") == "     1\tliteral"
+    assert run(Read(), ws, file_path="x\\n.txt") == "1\tliteral"
     assert "x\\\\n.txt" in run(LS(), ws)
-    assert run(Read(), ws, file_path="x\\\\n.txt") == "     1\tliteral"
+    assert run(Read(), ws, file_path="x\\\\n.txt") == "1\tliteral"
 
 
 def test_an_error_about_a_strange_name_shows_it_escaped(ws: Path) -> None:

@@ -168,7 +168,7 @@ def test_outside_path_through_the_registry(tmp_path: Path) -> None:
 def test_end_to_end_read_through_the_registry(tmp_path: Path) -> None:
     (tmp_path / "notes.md").write_text("hello\n")
     out = default_registry(tmp_path).execute("Read", '{"file_path": "notes.md"}')
-    assert out == ToolOutput("     1\thello")
+    assert out == ToolOutput("1\thello")
 
 
 # --- deadline and cancel ----------------------------------------------------------------------------

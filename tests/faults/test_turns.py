@@ -3,6 +3,7 @@ per call even when ids repeat, impossible usage reports ignored, Ctrl-C during a
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import os
@@ -110,11 +111,18 @@ def test_two_resumes_of_one_session_at_once_the_second_is_refused_and_no_turn_is
     server: Any, tmp_path: Path, aforo_home: Path
 ) -> None:
     slow = [openai_chunk("slow "), openai_chunk("answer"), openai_chunk(finish="stop"), b"data: [DONE]\n\n"]
+    # The first resume's answer waits until the concurrent one has been refused: however slow the
+    # machine is to start the second process, the first one still holds the session then.
+    release = threading.Event()
 
     async def slowly() -> Any:
-        for piece in slow:
+        yield slow[0]
+        waited = 0.0
+        while not release.is_set() and waited < 60:
+            await asyncio.sleep(0.05)
+            waited += 0.05
+        for piece in slow[1:]:
             yield piece
-            await __import__("asyncio").sleep(0.5)
 
     answers = [ok_sse("first"), sse(slowly()), ok_sse("third")]
     url, bodies = server(lambda n: answers[n - 1])
@@ -130,6 +138,7 @@ def test_two_resumes_of_one_session_at_once_the_second_is_refused_and_no_turn_is
         assert second.code == 2
         assert f"pid {holder.pid}" in second.err and "another aforo" in second.err
     finally:
+        release.set()
         assert holder.wait(timeout=60) == 0
     assert run_cli(*flags, "--resume", "third question").code == 0
     store = SessionStore(aforo_home / "sessions")
