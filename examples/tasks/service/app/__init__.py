@@ -1,0 +1,1 @@
+"""A tiny HTTP service."""
