@@ -1,8 +1,8 @@
 """What the governor's decisions leave in telemetry: one row each, built from plain values.
 
 Every row is stamped alike (`aforo.records.Stamp`: where it was made, the lane, the model that lane's
-server said served it), so an admission, a transformation, an overflow and a model check read the same way in
-`aforo stats`. The governor decides; these only write down what it decided.
+server said served it), so an admission, a transformation, an overflow and a model check read the same
+way in `aforo stats`. The governor decides; these only write down what it decided.
 """
 
 from __future__ import annotations
