@@ -53,6 +53,7 @@ class _Run:
     input_tokens: int = 0
     output_tokens: int = 0
     answer_only: bool = False
+    question: str = ""
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
@@ -60,7 +61,7 @@ class _Run:
         self.output_tokens += end.usage.output_tokens
 
     def result(self, end: _End) -> RunResult:
-        used = {k: v for k, v in asdict(self).items() if k != "answer_only"}
+        used = {k: v for k, v in asdict(self).items() if k not in ("answer_only", "question")}
         return RunResult(end.reason, **used, error=end.error, answer=end.answer)
 
 
@@ -84,12 +85,10 @@ class Agent:
         """The conversation, as the governor holds it."""
         return self.governor.conversation.messages
 
-    def request(self, answer_only: bool = False) -> Request:
-        reserve, tools = self.governor.budget.reserve, self.tools.specs_for(self.governor.budget.window)
-        model, constrained = self.provider.model, self.constrained
-        return Request(
-            model, self.system, tools, self.messages, reserve, self.temperature, constrained, answer_only
-        )
+    def request(self, answer_only: bool = False, question: str = "") -> Request:
+        gov = self.governor
+        fixed = (self.provider.model, self.system, self.tools.specs_for(gov.window), self.messages)
+        return Request(*fixed, gov.budget.reserve, self.temperature, self.constrained, answer_only, question)
 
     def run(
         self, prompt: str, cancel: threading.Event | None = None, attached: Sequence[Message] = ()
@@ -97,7 +96,7 @@ class Agent:
         """Answer `prompt`. `attached`: messages that follow it before the first call (the Read calls
         and results of files the user attached), so they are tool results like any other."""
         cancel = cancel or threading.Event()
-        run = _Run()
+        run = _Run(question=prompt)
         self.governor.conversation.append(Message.user(prompt))
         for message in attached:
             self.governor.conversation.append(message)
@@ -150,7 +149,7 @@ class Agent:
         gov, refused = self.governor, None
         while True:
             try:
-                request = self.request(run.answer_only)
+                request = self.request(run.answer_only, run.question)
                 admitted = gov.admit(request, self.provider, force_compact=refused is not None)
             except (RejectedError, TransformError) as exc:
                 if refused is not None:
@@ -178,7 +177,7 @@ class Agent:
         if not seen.truncated:
             shown.settle(reply, self.messages)
         count, end = admitted.count, reply.end
-        window, cut, shift = gov.budget.window, seen.truncated, seen.context_shift
+        window, cut, shift = gov.window, seen.truncated, seen.context_shift
         self.emit(
             TurnEnd(turn, end.usage, count.tokens, window, count.exact, cut, shift, gov.lane, end.model)
         )

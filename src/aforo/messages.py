@@ -124,6 +124,8 @@ class Request:
     constrained: bool = False
     # No tool may be called: the model answers from what it has (after a step that made no progress).
     answer_only: bool = False
+    # What the user asked in this run; a constrained request repeats it after the newest results.
+    question: str = ""
 
     @property
     def system_text(self) -> str:

@@ -5,7 +5,8 @@ every request, so every line costs context on every turn (`/context` shows how m
 
 The list of files is what a small model lacks most: without it Qwen2.5-Coder 0.5B guesses paths
 (`stopwords.txt` for `wordfreq/stopwords.py`, AGENTS.md for everything) instead of searching. It is the
-files ripgrep would search (ignore files honoured), grouped by directory, within `overview_chars`;
+files ripgrep would search (ignore files honoured), as whole paths (given apart from its directory, a
+file's name is what the 0.5B model asked for: `config.py` for `app/config.py`), within `overview_chars`;
 a workspace too large for that is shown as its top-level entries with file counts. Names are escaped
 (`names.show`): they come from the workspace.
 
@@ -20,7 +21,7 @@ import codecs
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from aforo.errors import ToolError
 from aforo.limits import AGENTS_MD_BYTES, OVERVIEW_CHARS
@@ -90,14 +91,9 @@ def load_instructions(workspace: Path, max_bytes: int = int(AGENTS_MD_BYTES.valu
 
 
 def overview(files: list[str], max_chars: int = int(OVERVIEW_CHARS.value)) -> str | None:
-    """The files, one line per directory (`dir/: a.py b.py`), or the top-level entries with how many
+    """The files' paths, or the top-level entries with how many
     files each holds when that is longer than `max_chars`; None when even that does not fit."""
-    by_dir: dict[str, list[str]] = defaultdict(list)
-    for name in sorted(files):
-        path = PurePosixPath(name)
-        by_dir[str(path.parent)].append(show(path.name))
-    lines = [("" if d == "." else f"{show(d)}/: ") + " ".join(names) for d, names in sorted(by_dir.items())]
-    text = "\n".join(lines)
+    text = " ".join(show(name) for name in sorted(files))
     if len(text) > max_chars:
         tops: dict[str, int] = defaultdict(int)
         for name in files:

@@ -85,8 +85,8 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
 
         try:
             engine = attach_local_engine(cfg.context_window, assume_yes=args.yes)
-        except AforoError as exc:
-            print(f"aforo: {exc}", file=sys.stderr)
+        except AforoError as exc:  # may quote the engine's log (a path, a compiler line)
+            print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
             return EXIT_CODES["error"]
         cfg = replace(cfg, base_url=engine.url, model=engine.model)
     try:

@@ -66,10 +66,6 @@ def message_chars(message: Message) -> int:
     return chars
 
 
-def estimate_message(message: Message) -> int:
-    return math.ceil(message_chars(message) / CHARS_PER_TOKEN)
-
-
 def estimate_request(request: Request) -> int:
     """The raw (uncalibrated) estimate of a whole request; what the fake provider reports as usage."""
     chars = len(request.system_text) + definition_chars(request)
