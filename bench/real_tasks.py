@@ -109,6 +109,21 @@ FUNCTIONS = {
 }
 MODULES = tuple(FUNCTIONS)
 REPORTS = tuple(f"reports/day{d:02d}.txt" for d in range(1, 13))
+# What each day's INCIDENT line says (after its time and node).
+INCIDENTS = (
+    "replication stopped, 22 s behind",
+    "crashed (out of memory), restarted after 19 s",
+    "disk full, writes refused for 40 min",
+    "disk full, writes refused for 19 min",
+    "replication stopped, 3 s behind",
+    "crashed (out of memory), restarted after 22 s",
+    "disk full, writes refused for 32 min",
+    "disk full, writes refused for 15 min",
+    "replication stopped, 27 s behind",
+    "network unreachable for 26 min",
+    "crashed (out of memory), restarted after 14 s",
+    "crashed (out of memory), restarted after 6 s",
+)
 
 TASKS = (
     Task(
@@ -213,25 +228,8 @@ TASKS = (
         "long-session",
         "tasks/reports",
         tuple(
-            Ask(f"Read {path} and tell me which node had an incident that day.", (path,), node)
-            for path, node in zip(
-                REPORTS,
-                (
-                    "db-2",
-                    "web-4",
-                    "db-7",
-                    "cache-1",
-                    "web-1",
-                    "db-3",
-                    "queue-2",
-                    "web-6",
-                    "db-5",
-                    "cache-3",
-                    "web-2",
-                    "db-1",
-                ),
-                strict=True,
-            )
+            Ask(f"Read {path} and quote the INCIDENT line.", (path,), re.escape(incident))
+            for path, incident in zip(REPORTS, INCIDENTS, strict=True)
         ),
         "(d) long session: clearing and compaction",
     ),

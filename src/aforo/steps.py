@@ -23,6 +23,9 @@ from typing import Any
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolSpec, ToolUse
 
 ANSWER = "answer"
+# Calls one step may batch. Without a bound the 0.5B model once listed the same four files over and over
+# until the output limit (1 024 tokens, 43 s); a grammar with a bound must close the list.
+MAX_BATCH = 12
 Call = tuple[str, dict[str, Any]]
 
 
@@ -42,7 +45,11 @@ class StepForm:
         # Without the arguments' descriptions: the reply format says what each key is for.
         props = dict(self.schema.get("properties", {}))
         primary = props.pop(self.primary, {"type": "string"})
-        value = {"type": "array", "items": primary, "minItems": 1} if self.batch else primary
+        value = (
+            {"type": "array", "items": primary, "minItems": 1, "maxItems": MAX_BATCH}
+            if self.batch
+            else primary
+        )
         return {
             "type": "object",
             "properties": {self.key: value},
