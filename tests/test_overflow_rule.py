@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from aforo.context.overflow import (
@@ -12,6 +14,8 @@ from aforo.context.overflow import (
     looks_truncated,
 )
 from aforo.context.tokens import Sample
+from aforo.providers.fake import FakeProvider, Truncate
+from support.scenario import make_agent, make_files, reader_model
 
 
 @pytest.mark.parametrize(
@@ -93,3 +97,18 @@ def test_generation_overflow_is_prompt_plus_completion_over_the_window() -> None
     assert not generation_overflow(3072, 1024, 4096)
     assert generation_overflow(3073, 1024, 4096)
     assert not generation_overflow(0, 0, 4096)
+
+
+def test_the_measuring_requests_share_no_prefix_with_the_conversation(tmp_path: Path) -> None:
+    # A probe that began like the conversation (its system prompt and tools) made llama-server reuse the
+    # conversation's slot in place and lose its cache; one without the system prompt is served beside it.
+    files = make_files(tmp_path, 6, 6000)
+    provider = FakeProvider(reader_model(files, batch=False), truncate=Truncate(1500, "plateau"))
+    agent, _, _ = make_agent(tmp_path, provider, window=16_000)
+    agent.run("Task BRAVO-2718: read every mod*.py file and tell me which one is the longest.")
+    probes = [r for r in provider.requests if r.max_tokens == 1]
+    turns = [r for r in provider.requests if r.max_tokens > 1]
+    assert probes and turns
+    assert all(r.system == () for r in probes) and all(r.system for r in turns)
+    assert all(r.tools == turns[0].tools for r in probes)  # the same framing of the new messages
+    assert all(r.messages[0].text == "." for r in probes)

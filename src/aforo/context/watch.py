@@ -1,8 +1,14 @@
 """After a call: did the server silently drop part of the prompt? (SPEC §4)
 
 The watch keeps what detection compares against: the last sample judged good and how many messages it
-covered. A suspicion is settled by measuring the new content alone (two max_tokens=1 requests). Only a
-clean answer calibrates the estimate. When the conversation is replaced, growth restarts (`reset`).
+covered. A suspicion is settled by measuring the new content alone (a max_tokens=1 request, and once a
+baseline). Only a clean answer calibrates the estimate. When the conversation is replaced, growth
+restarts (`reset`).
+
+The measuring requests carry no system prompt: one that began like the conversation (the same system
+prompt and tools) made llama-server reuse the conversation's slot in place and lose its cache (measured:
+the next turn evaluated 2 220 of 3 334 prompt tokens again, 48 % reuse); one that shares nothing with it
+is served beside it, and the next turn reuses the whole conversation (12 tokens evaluated).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ class Watch:
         self._told_impossible = False
         self.prev: Sample | None = None
         self._prev_len = 0
-        # Prompt tokens of a one-character request with this system prompt and tools, per frame_key.
+        # Prompt tokens of a one-character request with these tools and this reply format, per frame_key.
         self._baseline: dict[int, int] = {}
 
     def reset(self) -> None:
@@ -97,7 +103,7 @@ class Watch:
         self, verdict: Verdict, request: Request, new: tuple[Message, ...], provider: Provider
     ) -> Verdict:
         """Measure the new content alone (a max_tokens=1 request) to settle a suspicion."""
-        key = frame_key(request)
+        key = frame_key(replace(request, system=()))
         try:
             with phase(self.emit, "probing", "measuring the new messages"):
                 tokens, self._baseline[key] = measure_new_content(
@@ -117,19 +123,18 @@ def measure_new_content(
 ) -> tuple[int, int]:
     """Prompt tokens of the messages `new` alone, as the server counts them, and the baseline used.
 
-    They are sent as they are (same framing as in the conversation) behind a minimal opening turn,
-    with the same system prompt and tools, and a baseline of that opening alone is subtracted, so the
-    template, the system prompt and the tool definitions cancel out. Both requests ask for one token;
-    the caller keeps the baseline, which only changes with the system prompt and tools.
+    They are sent as the request rendered them (its tools, reply format and question: the same framing
+    as in the conversation) behind a minimal opening turn and without the system prompt, and a baseline
+    of that opening alone is subtracted, so the template and the tool definitions cancel out. Both
+    requests ask for one token; the caller keeps the baseline, which only changes with the tools.
     """
     opening: tuple[Message, ...] = (Message.user("."),)
     if new and new[0].role == "user":
         opening = (*opening, Message.assistant("."))
-    probe = Request(request.model, request.system, request.tools, (*opening, *new), 1)
-    measured = collect(provider, probe).end.usage.prompt_tokens
+    bare = replace(request, system=(), max_tokens=1)
+    measured = collect(provider, bare.with_messages((*opening, *new))).end.usage.prompt_tokens
     if baseline is None or len(opening) != 1:
-        base = Request(request.model, request.system, request.tools, opening, 1)
-        baseline = collect(provider, base).end.usage.prompt_tokens
+        baseline = collect(provider, bare.with_messages(opening)).end.usage.prompt_tokens
     return max(0, measured - baseline), baseline
 
 
