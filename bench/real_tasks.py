@@ -11,9 +11,10 @@ A task with several prompts is one session (`--resume`), as a user's follow-ups 
 them, each needing its own Read; (d) is a long session in a 4096 window that makes clearing and
 compaction fire with the real model writing the summary, after which the question is still answered.
 
-`--no-counter` runs the same tasks with `--server openai`: no exact counter and no window from the
-server, where aforo checks answers for silent truncation with extra requests; the report then says what
-those cost.
+`--no-counter` runs the same tasks with `--server openai --tool-mode constrained`: the same steps, but
+no exact counter and no window from the server, where aforo checks answers for silent truncation with
+extra requests; the report then says what those cost and how much of the conversation's prompt the
+server still took from its cache.
 """
 
 from __future__ import annotations
@@ -298,8 +299,8 @@ def run_task(task: Task, base_url: str, model: str, no_counter: bool) -> Row:
         home = Path(tmp)
         ws = EXAMPLES / task.workspace
         flags = ["-w", str(ws), "--base-url", f"{proxy.url}/v1", "-m", model, "--temperature", "0", "--json"]
-        if no_counter:
-            flags += ["--server", "openai"]
+        if no_counter:  # the same steps: only the counter and the window are missing
+            flags += ["--server", "openai", "--tool-mode", "constrained"]
         started = time.monotonic()
         for i, ask in enumerate(task.asks):
             events = aforo([*flags, *(["--resume"] if i else []), ask.prompt], home)
