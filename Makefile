@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test test-fast test-real lint fmt bench canary demo clean
+.PHONY: install test test-fast test-real lint fmt bench bench-real canary demo clean
 
 install: $(STAMP)
 
@@ -36,6 +36,11 @@ fmt: install
 
 bench: install
 	$(BIN)/python bench/run.py
+
+# The real-model task suite (README, "Small models, real tasks"): ten tasks on examples/, with an
+# exact counter, then again as a server without one; one real model at a time on this machine.
+bench-real: install
+	flock /tmp/aforo-real.lock $(BIN)/python scripts/real-model run --reproducible -- $(BIN)/python bench/real_tasks.py
 
 # The governor's canaries on the real model, once per lane (README, "Canaries"): two llama-servers at
 # most, one real model at a time on this machine.

@@ -20,6 +20,7 @@ server still took from its cache.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -38,14 +39,14 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from real_canary import machine  # noqa: E402
-from recording_proxy import Recorded, RecordingProxy  # noqa: E402
-
 from aforo.context.ledger import COMPACTED_HEADER, tagged  # noqa: E402
 from aforo.messages import CLEARED_NOTE  # noqa: E402
 from aforo.store.sessions import SessionStore  # noqa: E402
+from real_canary import machine  # noqa: E402
+from recording_proxy import Recorded, RecordingProxy  # noqa: E402
 
 AFORO = str(Path(sys.executable).parent / "aforo")
+VERIFY_SHARE = 0.15
 EXAMPLES = ROOT / "examples"
 # What aforo itself writes into a conversation or prints: an answer holding one copied it.
 AFORO_TEXTS = (
@@ -275,10 +276,8 @@ class Row:
 
 def erase_cache(server: str) -> None:
     """Each task from an empty prompt cache (scripts/real-model --reproducible serves the action)."""
-    try:
+    with contextlib.suppress(httpx.HTTPError):
         httpx.post(f"{server}/slots/0?action=erase", timeout=30)
-    except httpx.HTTPError:
-        pass
 
 
 def aforo(args: list[str], home: Path) -> list[dict[str, Any]]:
@@ -370,7 +369,8 @@ def table(rows: list[Row]) -> str:
         endings = ", ".join(f"{e} ×{r.endings.count(e)}" for e in dict.fromkeys(r.endings))
         lines.append(
             f"| {r.task} | {r.what} | {files} | {answer} | {r.turns} | {r.tool_calls} "
-            f"| {r.chat:,} / {r.verify:,} / {r.summary:,} | {r.cache_share:.0%} | {r.seconds:.0f} s | {endings} |"
+            f"| {r.chat:,} / {r.verify:,} / {r.summary:,} | {r.cache_share:.0%} | {r.seconds:.0f} s "
+            f"| {endings} |"
         )
     return "\n".join(lines)
 
@@ -380,9 +380,12 @@ def summary(rows: list[Row]) -> str:
     right = sum(r.answer_ok for r in rows)
     evaluated = sum(r.chat + r.verify + r.summary for r in rows)
     verify = sum(r.verify for r in rows)
+    worst = max(rows, key=lambda r: r.verify / max(1, r.chat + r.verify + r.summary))
+    worst_share = worst.verify / max(1, worst.chat + worst.verify + worst.summary)
     lines = [
         f"every needed file read: {files} of {len(rows)} tasks; right answers: {right} of {len(rows)}",
-        f"truncation checks: {verify:,} of {evaluated:,} evaluated prompt tokens ({verify / max(1, evaluated):.1%})",
+        f"truncation checks: {verify:,} of {evaluated:,} evaluated prompt tokens "
+        f"({verify / max(1, evaluated):.1%}); the most in one task: {worst_share:.0%} ({worst.task})",
     ]
     for r in rows:
         if r.prompts > 1:
@@ -396,10 +399,33 @@ def summary(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+def run_pass(tasks: list[Task], base_url: str, model: str, no_counter: bool) -> list[Row]:
+    rows = []
+    for task in tasks:
+        rows.append(run_task(task, base_url, model, no_counter))
+        print(f"{task.name}: {rows[-1].seconds:.0f} s", file=sys.stderr, flush=True)
+    server = "a server without a counter or a window (--server openai)" if no_counter else "llama-server"
+    print(f"\nreal-model tasks — {datetime.now(UTC):%Y-%m-%d}, {machine()}, Qwen2.5-Coder 0.5B on {server}")
+    print(table(rows))
+    print(summary(rows), flush=True)
+    return rows
+
+
+def verify_share(rows: list[Row]) -> float:
+    evaluated = sum(r.chat + r.verify + r.summary for r in rows)
+    return sum(r.verify for r in rows) / max(1, evaluated)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--only", action="append", help="run this task (default: all)")
-    parser.add_argument("--no-counter", action="store_true", help="as a server without a counter or window")
+    parser.add_argument(
+        "--pass",
+        dest="passes",
+        action="append",
+        choices=("counter", "no-counter"),
+        help="default: both (the second as a server without a counter or a window)",
+    )
     parser.add_argument("--json", type=Path, help="also write the rows here as JSON")
     args = parser.parse_args(argv)
     base_url = os.environ.get("AFORO_REAL_BASE_URL")
@@ -408,20 +434,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     model = os.environ.get("AFORO_REAL_MODEL", "")
     chosen = [t for t in TASKS if not args.only or t.name in args.only]
-    rows = []
-    for task in chosen:
-        rows.append(run_task(task, base_url, model, args.no_counter))
-        print(f"{task.name}: {rows[-1].seconds:.0f} s", file=sys.stderr, flush=True)
-    server = "a server without a counter (--server openai)" if args.no_counter else "llama-server"
-    print(f"real-model tasks — {datetime.now(UTC):%Y-%m-%d}, {machine()}, Qwen2.5-Coder 0.5B on {server}")
-    print(table(rows))
-    print(summary(rows))
+    results = {
+        name: run_pass(chosen, base_url, model, name == "no-counter")
+        for name in args.passes or ("counter", "no-counter")
+    }
     if args.json:
-        args.json.write_text(json.dumps([r.__dict__ for r in rows], indent=2, default=str) + "\n")
-    targets = sum(r.files_ok for r in rows) * 10 >= 9 * len(rows) and sum(
-        r.answer_ok for r in rows
-    ) * 10 >= 6 * len(rows)
-    return 0 if targets else 1
+        dump = {name: [r.__dict__ for r in rows] for name, rows in results.items()}
+        args.json.write_text(json.dumps(dump, indent=2, default=str) + "\n")
+    met = True
+    if "counter" in results:
+        rows = results["counter"]
+        met &= sum(r.files_ok for r in rows) * 10 >= 9 * len(rows)
+        met &= sum(r.answer_ok for r in rows) * 10 >= 6 * len(rows)
+    if "no-counter" in results:
+        met &= verify_share(results["no-counter"]) <= VERIFY_SHARE
+    print(
+        "\ntargets (issue 11): needed files in >= 9 of 10 tasks, >= 6 of 10 right, truncation checks <= 15 %"
+        f" of the tokens evaluated without a counter: {'met' if met else 'NOT met'}"
+    )
+    return 0 if met else 1
 
 
 if __name__ == "__main__":

@@ -87,7 +87,7 @@ def test_native_ollama_sets_num_ctx(tmp_path: Path, version: str, flags: list[st
     (tmp_path / "app.py").write_text("print('the end of app.py')\n")
     received: list[dict[str, Any]] = []
     with LiveServer(ollama(version, 4096, received)) as server:
-        # Native tool calls (the fake writes one); with a schema it is the same num_ctx (test_constrained_cli).
+        # Native tool calls (the fake writes one); with a schema num_ctx is the same (test_constrained_cli).
         args = ("--base-url", server.url, "-m", MODEL, "--tool-mode", "native", "--json", *flags, "what?")
         run = run_cli("-w", str(tmp_path), *args)
     assert run.code == 0, run.out + run.err
