@@ -201,10 +201,11 @@ def test_estimates_cache_agrees_with_the_whole_request() -> None:
     # A turn appends two calls (16+2*28) and two results (16+2*650): 3506 characters, 877 tokens.
     grown = [*messages, *_exchange(2, 2)]
     assert cache.total(grown) == 877
-    # A stage rewrites messages in the middle: four of the five results become the 86-character note,
-    # 1250 characters in all. A cache that kept the old prefix would still say 877.
-    cleared = clear_old_results(grown, keep=1).messages
-    assert cache.total(cleared) == 313
+    # A stage rewrites messages in the middle: once the model answered (16+2 characters), four of the
+    # five results become the 86-character note, 1268 characters in all. A cache that kept the old
+    # prefix would still count the results.
+    cleared = clear_old_results([*grown, Message.assistant("ok")], keep=1).messages
+    assert cache.total(cleared) == 317
 
 
 def test_policy_validation() -> None:
@@ -217,13 +218,24 @@ def test_policy_validation() -> None:
 
 
 def test_transcript_leaves_out_cleared_results_and_folds_repeated_calls() -> None:
-    msgs = [Message.user("t"), *_exchange(0, 1)]
+    msgs = [Message.user("t"), *_exchange(0, 1), Message.assistant("read")]
     cleared = clear_old_results(msgs, keep=0).messages
     pieces = transcript_pieces(cleared)
-    assert [p.text for p in pieces] == ["t", '[called Read {"file_path": "f0_0.py"}]']
+    assert [p.text for p in pieces] == ["t", '[called Read {"file_path": "f0_0.py"}]', "read"]
     same = ToolUse("x", "Read", {"file_path": "a.py"})
     repeated = [Message.user("t"), Message("assistant", (same, replace(same, id="y"), replace(same, id="z")))]
     assert transcript_pieces(repeated)[-1].text == '[called Read {"file_path": "a.py"}] x3'
+
+
+def test_results_the_model_has_not_read_yet_are_never_cleared() -> None:
+    # With keep 0 every result is eligible, but the last exchange's have not reached the model yet:
+    # cleared, it could only ask again (the 0.5B model read one file four times, until --max-turns).
+    msgs = [Message.user("t"), *_exchange(0, 2), Message.assistant("so far"), *_exchange(1, 2)]
+    out = clear_old_results(msgs, keep=0)
+    flat = [b for m in out.messages for b in m.content if isinstance(b, ToolResult)]
+    assert out.count == 2 and [b.cleared for b in flat] == [True, True, False, False]
+    after = clear_old_results([*out.messages, Message.assistant("done")], keep=0)
+    assert after.count == 2  # once answered, they are old results like any other
 
 
 def test_clearing_skips_results_shorter_than_the_note() -> None:

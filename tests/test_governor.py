@@ -22,9 +22,23 @@ def sent_sizes(provider: FakeProvider) -> list[int]:
     return [estimate_request(r) for r in provider.requests]
 
 
-def test_eight_files_at_once_fire_all_three_stages(tmp_path: Path) -> None:
+def test_eight_files_at_once_are_capped_and_compacted_never_cleared_unread(tmp_path: Path) -> None:
+    # Eight results the model has not read yet: clearing any of them would only make it ask again.
     files = make_files(tmp_path, 8, 3000)
     provider = FakeProvider(reader_model(files, batch=True))
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096)
+    result = agent.run(PROMPT)
+    assert result.reason == "end_turn", result.error
+    assert any(e.truncated for e in rec.of("tool_end")), "the cap fired"
+    assert [e.action for e in rec.of("context")] == ["compacted"]
+    assert TASK_KEY in agent.messages[-1].text
+
+
+def test_read_results_are_cleared_then_the_rest_compacted(tmp_path: Path) -> None:
+    # Two files, then six: the first two have been read when the six arrive, so they are cleared; the
+    # six unread ones are still too many, so the conversation is compacted.
+    files = make_files(tmp_path, 8, 3000)
+    provider = FakeProvider(reader_model(files, batch=(2, 6)))
     agent, rec, journal = make_agent(tmp_path, provider, window=4096)
     result = agent.run(PROMPT)
     assert result.reason == "end_turn", result.error
@@ -212,7 +226,7 @@ class NoCheckpoints(MemoryJournal):
 
 def test_no_checkpoint_no_transformation(tmp_path: Path) -> None:
     files = make_files(tmp_path, 8, 3000)
-    provider = FakeProvider(reader_model(files, batch=True))
+    provider = FakeProvider(reader_model(files, batch=(2, 6)))
     agent, rec, journal = make_agent(tmp_path, provider, window=4096, journal=NoCheckpoints())
     result = agent.run(PROMPT)
     assert rec.of("context") == []  # neither cleared nor compacted

@@ -200,7 +200,16 @@ def test_when_the_lane_fails_the_conversation_is_put_back_and_the_run_ends_named
         # The server names a smaller window: clearing fires in the recovery, before the compaction.
         return FakeTurn(error=ContextOverflowError("too long", n_prompt=2600, n_ctx=2048))
 
-    main = FakeProvider(three_reads_then(then), model="main-model")
+    def reads_then(request: Request) -> FakeTurn:
+        # One read, then two: the first result has been seen when the refusal comes (only a seen result
+        # is ever cleared).
+        if after_summary(request) or len(request.messages) > 3:
+            return then(request)
+        if len(request.messages) == 1:
+            return FakeTurn("", [("Read", {"file_path": "mod00.py"})])
+        return FakeTurn("", [("Read", {"file_path": f"mod0{i}.py"}) for i in (1, 2)])
+
+    main = FakeProvider(reads_then, model="main-model")
     side = FakeProvider(
         [FakeTurn(error=ConnectError("no server at http://127.0.0.1:9/v1"))], model="fast-model"
     )

@@ -21,7 +21,7 @@ def phases(events: list[Event]) -> list[str]:
 
 def test_clearing_and_compacting_are_phases_that_end_before_their_line(tmp_path: Path) -> None:
     files = make_files(tmp_path, 8, 3000)
-    provider = FakeProvider(reader_model(files, batch=True))
+    provider = FakeProvider(reader_model(files, batch=(2, 6)))
     agent, rec, _ = make_agent(tmp_path, provider, window=4096)
     assert agent.run(PROMPT).reason == "end_turn"
     actions = [i for i, e in enumerate(rec.events) if isinstance(e, ContextAction)]

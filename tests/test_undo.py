@@ -44,7 +44,7 @@ def test_choose_a_named_checkpoint_by_id_or_its_unique_end() -> None:
 
 def test_two_undos_walk_back_through_compaction_then_clearing(tmp_path: Path) -> None:
     files = make_files(tmp_path, 8, 3000)
-    agent, rec, journal = make_agent(tmp_path, FakeProvider(reader_model(files, batch=True)), window=4096)
+    agent, rec, journal = make_agent(tmp_path, FakeProvider(reader_model(files, batch=(2, 6))), window=4096)
     assert agent.run(PROMPT).reason == "end_turn"
     actions = [e.action for e in rec.of("context")]
     assert actions == ["cleared", "compacted"], actions

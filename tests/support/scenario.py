@@ -91,8 +91,9 @@ def read_so_far(request: Request) -> set[str]:
     return seen
 
 
-def reader_model(files: list[str], *, batch: bool, task_key: str = TASK_KEY):
-    """A scripted model: reads `files` (all at once or one per turn), then answers with the task key.
+def reader_model(files: list[str], *, batch: bool | int | tuple[int, ...], task_key: str = TASK_KEY):
+    """A scripted model: reads `files` (all at once, one per turn, `batch` at a time, or as many per turn
+    as each number of a tuple says, then the rest at once), then answers with the task key.
 
     It only 'knows' the task while the user's request (with the key) is visible in the request, as a
     real model would; a summary request gets a structured summary that names what was read.
@@ -113,8 +114,12 @@ def reader_model(files: list[str], *, batch: bool, task_key: str = TASK_KEY):
         todo = [f for f in files if f not in done]
         if not todo:
             return FakeTurn(f"Task {task_key}: all {len(files)} files read; the longest is {files[-1]}.")
-        if batch:
-            return FakeTurn("", [("Read", {"file_path": f}) for f in todo])
-        return FakeTurn("", [("Read", {"file_path": todo[0]})])
+        if isinstance(batch, tuple):
+            step = len(files) - len(todo)
+            sizes = [sum(batch[:i]) for i in range(len(batch) + 1)]
+            size = batch[sizes.index(step)] if step in sizes[:-1] else len(todo)
+        else:
+            size = len(todo) if batch is True else max(1, int(batch))
+        return FakeTurn("", [("Read", {"file_path": f}) for f in todo[:size]])
 
     return respond

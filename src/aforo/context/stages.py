@@ -83,15 +83,19 @@ def clear_old_results(messages: list[Message], keep: int) -> ClearResult:
     """Replace the content of every tool result but the `keep` most recent with CLEARED_NOTE.
 
     All eligible results are cleared at once: clearing rewrites the prompt prefix and breaks the
-    server's prompt cache, so doing it in one go breaks it as rarely as possible.
+    server's prompt cache, so doing it in one go breaks it as rarely as possible. The results of the
+    last exchange, which the model has not seen yet, are never cleared, whatever `keep` says: cleared
+    before it reads them, it can only ask again (with `keep_tool_results = 0` the 0.5B model read the
+    same file four times, until `--max-turns`).
     """
+    unseen = len(messages) - 1 if messages and messages[-1].tool_results else len(messages)
     positions = [
         (mi, bi)
         for mi, message in enumerate(messages)
         for bi, block in enumerate(message.content)
         if isinstance(block, ToolResult)
     ]
-    eligible = positions[: max(0, len(positions) - keep)]
+    eligible = [(mi, bi) for mi, bi in positions[: max(0, len(positions) - keep)] if mi < unseen]
     targets: dict[int, set[int]] = {}
     for mi, bi in eligible:
         block = messages[mi].content[bi]
