@@ -137,6 +137,9 @@ def run_lane(lane: str, main: Server, side: Server | None, home: Path, telemetry
         temperature=0.0,
         # Old tool results are not cleared first, so the compaction alone makes the request fit.
         policy=Policy(keep_tool_results=1_000_000),
+        # The question is answered in its one turn with tool definitions, as the canary was measured: with
+        # constrained steps the 0.5B model reads a file of the (empty) workspace first.
+        tool_mode="native",
         lanes=lanes,
         lane="standard",
         compact_lane="fast" if side is not None else None,

@@ -44,20 +44,26 @@ def test_automatic_clearing_leaves_a_checkpoint_and_a_record(
     (workspace / "app").mkdir(parents=True)
     body = "".join(f"def handler_{n}(request):\n    return {{'status': {200 + n % 5}}}\n" for n in range(400))
     (workspace / "app" / "handlers.py").write_text(body)
-    # Policy from the workspace's config file: clear early and keep no old result, so one capped read is
-    # enough to make the governor clear before the model's next call.
+    (workspace / "app" / "models.py").write_text(
+        "class Order:\n    total = 0\n\n\nclass Customer:\n    name = ''\n"
+    )
+    # Policy from the workspace's config file: clear early and keep no old result, so the capped read of
+    # the first question is cleared when the second is asked (a result the model has not read yet is
+    # never cleared: it could only ask for it again).
     (workspace / ".aforo.toml").write_text("[policy]\nkeep_tool_results = 0\nclear_at = 0.3\n")
+    flags = ("-w", str(workspace), "--base-url", real_base_url, "-m", real_model, "--max-tokens", "256")
+    flags += ("--max-turns", "4", "--temperature", "0", "--json")
+    first = run_cli(*flags, "Read app/handlers.py and explain it.", timeout=600)
+    assert first.run_end()["reason"] == "end_turn", first.out[-3000:]
     run = run_cli(
-        "-w", str(workspace), "--base-url", real_base_url, "-m", real_model, "--max-tokens", "256",
-        "--max-turns", "4", "--temperature", "0", "--json", "Read app/handlers.py and explain it.",
-        timeout=600,
-    )  # fmt: skip
+        *flags, "--resume", "Now read app/models.py and tell me which classes it defines.", timeout=600
+    )
     events = run.events()
     cleared = [e for e in events if e["type"] == "context" and e["action"] == "cleared"]
     assert cleared, run.out[-3000:]
     assert all(e["after"] < e["before"] for e in cleared)
     assert (run.run_end()["reason"], run.code) == ("end_turn", 0), run.out[-3000:]
-    session = next(e["session"] for e in events if e["type"] == "info" and "session" in e)
+    session = next(e["session"] for e in events if e["type"] == "info" and "session" in e).split(" ")[0]
     files = checkpoint_files(aforo_home)
     assert len(files) == len(cleared) and all(f.parent.name == session for f in files)
     assert_private(files)
