@@ -15,21 +15,17 @@ counts: a quadratic one misses every time.
 
 from __future__ import annotations
 
-import gc
 import random
 import string
 import sys
 import time
 
 from aforo.store.redact import redact
+from scaling import MAX_RATIO, MIN_MS, ROUNDS, Scaling
 
-SMALL = 20_000  # characters
-LARGE = 4 * SMALL  # 80 KB, the issue's size
-MAX_RATIO = 8.0  # LARGE / SMALL is 4: linear time grows ~4x, quadratic ~16x
-MIN_MS = 20.0  # below this at LARGE, the growth is timer noise, not the algorithm's
+SMALL = 20_000  # characters; the large input is 4x: 80 KB, the issue's size
+LARGE = 4 * SMALL
 MAX_LARGEST_MS = 1000.0
-ROUNDS = 5
-ATTEMPTS = 3  # a missed unit is measured again (ROUNDS more each time) before it counts
 
 # Each unit is repeated to the size measured: token prefixes whose tails would run over the repeats,
 # separators that regexes with unbounded gaps backtrack over, and the context words of the keyword
@@ -99,46 +95,18 @@ def conversation_text(size: int, seed: int = 7) -> str:
     return "\n".join(lines)
 
 
-def timed(text: str) -> float:
-    """Milliseconds for one redaction; a fresh variant each run so the memo cannot answer."""
-    variant = f"{text}\n# run {time.perf_counter_ns()}"
-    gc.collect()
-    gc.disable()
-    try:
-        started = time.perf_counter()
-        redact(variant)
-        return (time.perf_counter() - started) * 1000
-    finally:
-        gc.enable()
+def fresh(text: str) -> str:
+    """A variant of `text` for each run, so the redactor's memo cannot answer."""
+    return f"{text}\n# run {time.perf_counter_ns()}"
 
 
-def repeated(unit: str, size: int) -> str:
-    """`unit` repeated whole to about `size` characters (a cut unit would be another input)."""
-    return unit * max(1, round(size / len(unit)))
-
-
-def missed(small: float, large: float) -> bool:
-    grew = large >= MIN_MS and large / small >= MAX_RATIO
-    return grew or large >= MAX_LARGEST_MS
-
-
-def growth(unit: str) -> tuple[float, float]:
-    """The fastest of the runs at SMALL and at LARGE, timed alternately."""
-    texts = (repeated(unit, SMALL), repeated(unit, LARGE))
-    best = [float("inf"), float("inf")]
-    for _attempt in range(ATTEMPTS):
-        for _ in range(ROUNDS):
-            for i, text in enumerate(texts):
-                best[i] = min(best[i], timed(text))
-        if not missed(*best):
-            break
-    return best[0], best[1]
+SCALING = Scaling(redact, SMALL, MAX_LARGEST_MS)
 
 
 def main() -> int:
     failed = []
     text = conversation_text(100_000)
-    best = min(timed(text) for _ in range(ROUNDS))
+    best = min(SCALING.timed(fresh(text)) for _ in range(ROUNDS))
     print(f"conversation of {len(text)} characters: {best:.0f} ms (target < 1000 ms)")
     if best >= 1000:
         failed.append("conversation")
@@ -148,8 +116,8 @@ def main() -> int:
         f"each, side by side) and their ratio (linear ~4, quadratic ~16; target < {MAX_RATIO:g}):"
     )
     for unit in ADVERSARIAL:
-        small, large = growth(unit)
-        bad = missed(small, large)
+        small, large = SCALING.growth(unit, fresh)
+        bad = SCALING.missed(small, large)
         growth_shown = f"x{large / small:4.1f}" if large >= MIN_MS else "  fast"
         print(f"  {unit!r:36} {small:8.1f} {large:8.1f}   {growth_shown}{'  <- MISSED' if bad else ''}")
         if bad:

@@ -15,19 +15,14 @@ counts: a quadratic one misses every time.
 
 from __future__ import annotations
 
-import gc
 import sys
-import time
 
 from aforo.providers.textcalls import extract_text_tool_calls
+from scaling import MAX_RATIO, MIN_MS, ROUNDS, Scaling
 
-SMALL = 200_000  # characters
+SMALL = 200_000  # characters; the large input is 4x
 LARGE = 4 * SMALL
-MAX_RATIO = 8.0  # LARGE / SMALL is 4: linear time grows ~4x, quadratic ~16x
-MIN_MS = 20.0  # below this at LARGE, the growth is timer noise, not the algorithm's
 MAX_LARGEST_MS = 2000.0
-ROUNDS = 5
-ATTEMPTS = 3  # a missed unit is measured again (ROUNDS more each time) before it counts
 TOOLS = frozenset({"Read", "Grep", "Glob", "LS"})
 CALL = '{"name": "Read", "arguments": {"file_path": "src/app.py"}}'
 
@@ -53,39 +48,7 @@ ADVERSARIAL = (
 )
 
 
-def timed(text: str) -> float:
-    """Milliseconds for one parse."""
-    gc.collect()
-    gc.disable()
-    try:
-        started = time.perf_counter()
-        extract_text_tool_calls(text, TOOLS)
-        return (time.perf_counter() - started) * 1000
-    finally:
-        gc.enable()
-
-
-def repeated(unit: str, size: int) -> str:
-    """`unit` repeated whole to about `size` characters (a cut unit would be another input)."""
-    return unit * max(1, round(size / len(unit)))
-
-
-def missed(small: float, large: float) -> bool:
-    grew = large >= MIN_MS and large / small >= MAX_RATIO
-    return grew or large >= MAX_LARGEST_MS
-
-
-def growth(unit: str) -> tuple[float, float]:
-    """The fastest of the runs at SMALL and at LARGE, timed alternately."""
-    texts = (repeated(unit, SMALL), repeated(unit, LARGE))
-    best = [float("inf"), float("inf")]
-    for _attempt in range(ATTEMPTS):
-        for _ in range(ROUNDS):
-            for i, text in enumerate(texts):
-                best[i] = min(best[i], timed(text))
-        if not missed(*best):
-            break
-    return best[0], best[1]
+SCALING = Scaling(lambda text: extract_text_tool_calls(text, TOOLS), SMALL, MAX_LARGEST_MS)
 
 
 def main() -> int:
@@ -95,8 +58,8 @@ def main() -> int:
         f"each, side by side) and their ratio (linear ~4, quadratic ~16; target < {MAX_RATIO:g}):"
     )
     for unit in ADVERSARIAL:
-        small, large = growth(unit)
-        bad = missed(small, large)
+        small, large = SCALING.growth(unit)
+        bad = SCALING.missed(small, large)
         growth_shown = f"x{large / small:4.1f}" if large >= MIN_MS else "  fast"
         print(f"  {unit[:34]!r:38} {small:8.1f} {large:8.1f}   {growth_shown}{'  <- MISSED' if bad else ''}")
         if bad:
