@@ -134,9 +134,16 @@ def test_an_attached_file_is_cleared_by_the_governor_like_any_tool_result(tmp_pa
     model = Recorder()
     with LiveServer(make_openai_app(model)) as server:
         flags = ("-w", str(ws), "--base-url", server.url, "-m", "test-model", "--context-window", "8192")
-        run = run_cli(*flags, "--json", "explain @src/mid.py")
-    assert run.code == 0, run.err
-    cleared = [e for e in run.events() if e["type"] == "context" and e["action"] == "cleared"]
-    assert cleared and cleared[0]["count"] == 1
+        first = run_cli(*flags, "--json", "explain @src/mid.py")
+        later = run_cli(*flags, "--json", "--resume", "and what does m_3 return?")
+    assert first.code == later.code == 0, first.err + later.err
+    # The model reads the attached file first (a result it has not read is never cleared)...
+    assert not [e for e in first.events() if e["type"] == "context"]
     ((args, result),) = tool_pairs(model.sent())
+    assert args == {"file_path": "src/mid.py"} and "MID-1" in result
+    # ...and on the next question it is an old result like any other.
+    cleared = [e for e in later.events() if e["type"] == "context" and e["action"] == "cleared"]
+    assert cleared and cleared[0]["count"] == 1
+    last = [m for m in model.bodies[-1]["messages"] if m["role"] != "system"]
+    ((args, result),) = tool_pairs(last)
     assert args == {"file_path": "src/mid.py"} and "MID-1" not in result

@@ -17,14 +17,17 @@ from support.scenario import make_files
 SUMMARY = "Goal: find the longest file (LONGEST-8).\nEvidence: read mod00.py..mod07.py.\nNext action: answer."
 
 
-def eight_at_once(files: list[str]):
+def two_then_six(files: list[str]):
+    """Reads two files, then the other six: the first two have been read when the six arrive, so they
+    are cleared (a result not read yet never is), and the six are compacted."""
+
     def answer(seen: Seen) -> Reply:
         if not seen.tools:
             return Reply(text=SUMMARY)
-        if not any(m.get("role") == "tool" for m in seen.messages) and "compacted" not in json.dumps(
-            seen.messages
-        ):
-            return Reply(calls=[Call("Read", json.dumps({"file_path": f})) for f in files])
+        results = sum(m.get("role") == "tool" for m in seen.messages)
+        if "compacted" not in json.dumps(seen.messages) and results < len(files):
+            batch = files[:2] if results == 0 else files[2:]
+            return Reply(calls=[Call("Read", json.dumps({"file_path": f})) for f in batch])
         return Reply(text="mod07.py is the longest (LONGEST-8).")
 
     return answer
@@ -34,7 +37,7 @@ def test_transformations_leave_checkpoints_and_records(tmp_path: Path, aforo_hom
     ws = tmp_path / "ws"
     ws.mkdir()
     files = make_files(ws, 8, 3000)
-    server = TruncatingServer(eight_at_once(files), window=4096)
+    server = TruncatingServer(two_then_six(files), window=4096)
     with LiveServer(server.app) as live:
         run = run_cli(
             "-w", str(ws), "--base-url", f"{live.url}/v1", "-m", "test-model", "--context-window", "4096",
