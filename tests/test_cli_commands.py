@@ -247,3 +247,7 @@ def test_each_run_is_recorded_with_its_tokens_time_and_model(tmp_path: Path) -> 
     assert "44%" in table and "test-model" in table
     runs = [json.loads(line) for line in run_cli("stats", "--export").out.splitlines()]
     assert [r["cause"] for r in runs if r["event"] == "run"] == ["end_turn", "end_turn"]
+    # Like every record, a run's names the lane and the model the server said served its answers.
+    assert {(r["lane"], r["model_served"]) for r in runs if r["event"] == "run"} == {
+        ("default", "test-model")
+    }

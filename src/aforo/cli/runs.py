@@ -29,15 +29,18 @@ class RunLog:
         self.where = Where()
         self._started: float | None = None
         self._usage = Usage()
+        self._served: tuple[str, str] | None = None  # the lane and model of the run's last answer
 
     def begin(self) -> None:
         """A run starts now."""
         self._started = time.monotonic()
         self._usage = Usage()
+        self._served = None
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TurnEnd):
             self._usage += event.usage
+            self._served = (event.lane, event.model)
         elif isinstance(event, RunEnd) and self._started is not None:
             self._record(event, self._started)
             self._started = None
@@ -54,6 +57,8 @@ class RunLog:
                 cached_tokens=usage.cache_read_tokens,
                 duration_ms=(time.monotonic() - started) * 1000,
                 cause=end.reason,
+                lane=self._served[0] if self._served else None,
+                model_served=(self._served[1] or None) if self._served else None,
             )
         )
 
