@@ -31,6 +31,7 @@ def test_eight_files_at_once_are_capped_and_compacted_never_cleared_unread(tmp_p
     assert result.reason == "end_turn", result.error
     assert any(e.truncated for e in rec.of("tool_end")), "the cap fired"
     assert [e.action for e in rec.of("context")] == ["compacted"]
+    assert [c[1] for c in journal.checkpoints] == ["compact"]  # no clearing, so no checkpoint for one
     assert TASK_KEY in agent.messages[-1].text
 
 
