@@ -171,7 +171,9 @@ class Agent:
                     self.emit(Warning(f"The server refused the JSON-schema constraint ({exc}); {NATIVE}"))
                     continue
                 gov.recover(admitted, str(exc))
-                raise _End("error", str(exc)) from exc
+                if exc.partial.strip():  # what the model had answered stays in the conversation
+                    gov.conversation.append(Message.assistant(exc.partial))
+                raise _End("error", str(exc), exc.partial) from exc
         seen = gov.observe(admitted, reply.end, self.provider)
         run.add(reply.end)
         if not seen.truncated:

@@ -48,6 +48,8 @@ class ConfigError(AforoError):
 
 class ProviderError(AforoError):
     retryable: bool = False
+    # The answer's text received before the failure (set by the stream reader): it is kept, not lost.
+    partial: str = ""
 
 
 class ConnectError(ProviderError):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from aforo.cancel import interruptible
-from aforo.errors import ProtocolError
+from aforo.errors import ProtocolError, ProviderError
 from aforo.events import EventSink, Progress, phase
 from aforo.messages import MessageEnd, Request, StreamProgress, StreamText, StreamToolCall
 from aforo.protocols import Provider
@@ -54,6 +54,22 @@ def _read(
     progress: EventSink | None,
 ) -> Reply:
     text: list[str] = []
+    try:
+        return _answer(provider, request, cancel, on_text, progress, text)
+    except ProviderError as exc:
+        exc.partial = "".join(text)  # the caller keeps what the model had answered
+        raise
+
+
+def _answer(
+    provider: Provider,
+    request: Request,
+    cancel: threading.Event | None,
+    on_text: Callable[[str], None] | None,
+    progress: EventSink | None,
+    text: list[str],
+) -> Reply:
+    """The answer's events read into `text` (which the caller holds on to if the stream fails)."""
     calls: list[StreamToolCall] = []
     pieces = 0
     step = AnswerStream() if request.constrained else None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from aforo.store.sessions import SessionStore
 from faults.server import (
     Behave,
     MiB,
@@ -68,6 +69,19 @@ def test_slow_drip_ends_at_the_answer_timeout_flag(aforo: object) -> None:
     assert run.code == EXIT_ERROR
     text = said(run)
     assert "answer_timeout" in text and "1.5" in text
+
+
+def test_the_answer_received_before_a_failure_is_kept_in_the_session(aforo: object, aforo_home: Path) -> None:
+    # Issue 13: nothing the model answered is lost. The text that streamed before the deadline is the
+    # conversation's last message (and the result's answer), not gone with the failed stream.
+    run = aforo(lambda n: sse(drip(openai_chunk("more "), 0.3)), "--answer-timeout", "1.5", "--json")  # type: ignore[operator]
+    assert run.code == EXIT_ERROR
+    result = run.events()[-1]
+    assert result["ending"] == "error" and "answer_timeout" in result["error"]
+    assert result["answer"].startswith("more more")
+    store = SessionStore(aforo_home / "sessions")
+    saved = store.load(store.list()[0].id).messages
+    assert [m.role for m in saved] == ["user", "assistant"] and saved[-1].text == result["answer"]
 
 
 def test_answer_timeout_from_the_project_file(aforo: object, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from dialects.truncating_app import TruncatingServer
 from support.cli import run_cli
 from support.live_server import LiveServer
 from support.scenario import make_files
-from test_cli_state import eight_at_once
+from test_cli_state import two_then_six
 
 PLAIN = "hunter2hunter2"  # the value: no provider prefix, under a key named like any setting
 GHP = "ghp_" + "Q7w8E9r0T1y2U3i4O5p6A7s8D9f0G1h2J3k4"
@@ -50,7 +50,7 @@ def test_env_values_under_plain_keys_reach_no_session_or_checkpoint(tmp_path: Pa
     ws.mkdir()
     files = make_files(ws, 8, 3000)
     (ws / ".env").write_text(f"# local settings\nMY_PLAIN_VALUE = {PLAIN}\nDEBUG=true\n")
-    with LiveServer(TruncatingServer(eight_at_once([".env", *files]), window=4096).app) as live:
+    with LiveServer(TruncatingServer(two_then_six([".env", *files]), window=4096).app) as live:
         run = run_cli(
             "-w", str(ws), "--base-url", f"{live.url}/v1", "-m", "test-model", "--context-window", "4096",
             "--json", "Task LONGEST-8: read .env and the eight mod*.py files; which is the longest?",

@@ -21,7 +21,7 @@ from dialects.truncating_app import TruncatingServer
 from support.cli import run_cli
 from support.live_server import LiveServer
 from support.scenario import make_files
-from test_cli_state import eight_at_once
+from test_cli_state import two_then_six
 from test_engine_install import fakes, make_installer
 
 __all__ = ["fakes"]  # a fixture of test_engine_install: the fake pip, venv and llama-server
@@ -93,7 +93,7 @@ def test_every_file_and_directory_aforo_creates_is_private(
     ws.mkdir()
     files = make_files(ws, 8, 3000)
     (ws / ".aforo.toml").write_text("[policy]\nkeep_tool_results = 2\n")
-    with LiveServer(TruncatingServer(eight_at_once(files), window=4096).app) as live:
+    with LiveServer(TruncatingServer(two_then_six(files), window=4096).app) as live:
         run = run_cli(
             "-w", str(ws), "--base-url", f"{live.url}/v1", "-m", "test-model", "--context-window", "4096",
             "--json", "Task LONGEST-8: read the eight mod*.py files; which is the longest?",
@@ -174,7 +174,7 @@ def test_secrets_of_the_conversation_reach_disk_redacted(tmp_path: Path, aforo_h
     files = make_files(ws, 8, 3000)
     with (ws / files[0]).open("a") as fh:
         fh.write(f'GITHUB_TOKEN = "{token}"\n')
-    with LiveServer(TruncatingServer(eight_at_once(files), window=4096).app) as live:
+    with LiveServer(TruncatingServer(two_then_six(files), window=4096).app) as live:
         run = run_cli(
             "-w", str(ws), "--base-url", f"{live.url}/v1", "-m", "test-model", "--context-window", "4096",
             "--json", f"Task LONGEST-8 (my token is {token}): which of the mod*.py files is the longest?",
