@@ -17,6 +17,7 @@ from aforo.protocols import ToolContext
 from aforo.tools import LS, Read, read_tool
 from aforo.tools.deadline import Interrupted
 from aforo.tools.read_tool import MAX_LINE_CHARS
+from aforo.tools.registry import default_registry
 
 
 @pytest.fixture
@@ -346,3 +347,10 @@ def test_a_missing_file_names_files_of_a_like_name(ws: Path) -> None:
     with pytest.raises(ToolError) as unrelated:
         Read().run({"file_path": "zzz_unrelated.md"}, ToolContext(workspace=ws))
     assert "like name" not in str(unrelated.value) and "Glob" in str(unrelated.value)
+
+
+def test_an_offset_of_0_is_the_first_line(ws: Path) -> None:
+    # Through the registry, which checks the arguments against the schema before Read runs.
+    (ws / "a.txt").write_text("one\ntwo\n")
+    out = default_registry(ws).execute("Read", {"file_path": "a.txt", "offset": 0})
+    assert not out.is_error and out.content == "1\tone\ntwo"

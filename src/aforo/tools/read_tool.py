@@ -52,7 +52,9 @@ READ_SCHEMA: dict[str, Any] = {
         },
         "offset": {
             "type": "integer",
-            "minimum": 1,
+            # 0 is taken as the first line too: small models count from 0 (Qwen2.5-Coder 0.5B sent
+            # offset 0 for the start of a file, and an error there left it asking again).
+            "minimum": 0,
             "description": "First line (1-based).",
         },
         "limit": {
