@@ -46,11 +46,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from aforo.cli.config import Config  # noqa: E402
+from aforo.cli.engine_command import EXIT_UNAVAILABLE  # noqa: E402
 from aforo.cli.lanes import LaneConfig  # noqa: E402
 from aforo.cli.wiring import build_runtime  # noqa: E402
 from aforo.context.policy import Policy  # noqa: E402
 from aforo.context.tokens import conversation_bytes  # noqa: E402
-from aforo.engine.cli import EXIT_UNAVAILABLE  # noqa: E402
 from aforo.engine.errors import EngineUnavailable  # noqa: E402
 from aforo.engine.home import EngineHome  # noqa: E402
 from aforo.engine.install import Installed, Installer  # noqa: E402

@@ -278,6 +278,17 @@ def test_a_cache_that_cannot_be_written_is_a_clear_error(
     assert "not writable" in run.err and "AFORO_ENGINE_HOME" in run.err
 
 
+def test_an_engine_error_reaches_stderr_without_terminal_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setenv("AFORO_ENGINE_HOME", str(blocker / "\x1b]52;c;ZXZpbA==\x07\x1b[2J"))
+    run = run_cli("engine", "install")
+    assert run.code == 1 and "not writable" in run.err
+    assert "\x1b" not in run.err and "\x07" not in run.err
+
+
 def test_the_first_contact_message_names_the_local_engine() -> None:
     run = run_cli("-w", str(DEMO), "--base-url", "http://127.0.0.1:9/v1", "-m", "some-model", "What is this?")
     assert run.code == 1

@@ -17,7 +17,7 @@ from aforo.messages import Message, Request, StreamProgress, StreamText
 from aforo.protocols import Provider
 from aforo.providers.openai_compat import OpenAICompatProvider
 from aforo.server_kinds import KINDS
-from aforo.servers.kind import ServerInfo, kind_named
+from aforo.servers.kind import Connection, ServerInfo, kind_named
 from aforo.stream import collect
 from dialects.openai_app import Raw, Script, make_openai_app
 from support.live_server import LiveServer
@@ -62,9 +62,7 @@ def request() -> Request:
 def provider_of(kind: str, url: str) -> Iterator[Provider]:
     """The provider the registry builds for `kind`, closed afterwards."""
     info = ServerInfo(kind=kind, root_url=url, v1_url=f"{url}/v1")
-    provider = kind_named(KINDS, kind).provider(
-        info, "m", window=4096, api_key=None, read_timeout=30, answer_timeout=60
-    )
+    provider = kind_named(KINDS, kind).provider(info, "m", Connection(4096, None, 30, 60))
     try:
         yield provider
     finally:

@@ -21,7 +21,7 @@ from aforo.protocols import Provider
 from aforo.providers.openai_compat import OpenAICompatProvider
 from aforo.server_kinds import KINDS
 from aforo.servers.documents import Documents
-from aforo.servers.kind import ServerInfo, ServerKind
+from aforo.servers.kind import Connection, ServerInfo, ServerKind
 from aforo.servers.windows import ServedWindow
 from aforo.wire.http import post_json
 from aforo.wire.openai_chat import chat_body
@@ -99,17 +99,9 @@ class KoboldCounter:
 made: list[dict[str, Any]] = []
 
 
-def kobold_provider(
-    server: ServerInfo,
-    model: str,
-    *,
-    window: int,
-    api_key: str | None,
-    read_timeout: float,
-    answer_timeout: float,
-) -> Provider:
-    made.append({"kind": server.kind, "model": model, "window": window})
-    return OpenAICompatProvider(server.v1_url, model, api_key=api_key)
+def kobold_provider(server: ServerInfo, model: str, conn: Connection) -> Provider:
+    made.append({"kind": server.kind, "model": model, "window": conn.window})
+    return OpenAICompatProvider(server.v1_url, model, api_key=conn.api_key)
 
 
 KOBOLD = ServerKind(

@@ -25,7 +25,7 @@ from aforo.servers.detect import (
     check_vllm,
     ollama_model_ids,
 )
-from aforo.servers.kind import ServerInfo, ServerKind
+from aforo.servers.kind import Connection, ServerInfo, ServerKind
 from aforo.servers.windows import (
     read_litellm,
     read_llamacpp,
@@ -37,21 +37,14 @@ from aforo.servers.windows import (
 
 
 def openai_compat(
-    server: ServerInfo,
-    model: str,
-    *,
-    window: int,
-    api_key: str | None,
-    read_timeout: float,
-    answer_timeout: float,
-    extra_body: dict[str, Any] | None = None,
+    server: ServerInfo, model: str, conn: Connection, extra_body: dict[str, Any] | None = None
 ) -> Provider:
     return OpenAICompatProvider(
         server.v1_url,
         model,
-        api_key=api_key,
-        timeout=read_timeout,
-        answer_timeout=answer_timeout,
+        api_key=conn.api_key,
+        timeout=conn.read_timeout,
+        answer_timeout=conn.answer_timeout,
         extra_body=extra_body,
     )
 
@@ -61,22 +54,14 @@ def openai_compat(
 llamacpp_compat = partial(openai_compat, extra_body={"return_progress": True})
 
 
-def ollama_native(
-    server: ServerInfo,
-    model: str,
-    *,
-    window: int,
-    api_key: str | None,
-    read_timeout: float,
-    answer_timeout: float,
-) -> Provider:
+def ollama_native(server: ServerInfo, model: str, conn: Connection) -> Provider:
     return OllamaProvider(
         server.root_url,
         model,
-        num_ctx=window,
+        num_ctx=conn.window,
         version=server.version,
-        timeout=read_timeout,
-        answer_timeout=answer_timeout,
+        timeout=conn.read_timeout,
+        answer_timeout=conn.answer_timeout,
     )
 
 

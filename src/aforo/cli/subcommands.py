@@ -32,14 +32,14 @@ from aforo.cli.config import (
     resolve_workspace,
 )
 from aforo.cli.config import trust_project as trust_project_file
+from aforo.cli.engine_command import build_parser as engine_parser
+from aforo.cli.engine_command import engine_run
 from aforo.cli.flags import ASK
 from aforo.cli.lanes import lane_settings
 from aforo.cli.parsing import Subcommand, SubcommandParser, fail, terminal_width
 from aforo.cli.sanitize import SafeWriter, sanitize
 from aforo.cli.sessions_command import sessions_parser, sessions_run
 from aforo.cli.status import StatusWriter, stderr_status
-from aforo.engine.cli import build_parser as engine_parser
-from aforo.engine.cli import engine_run
 from aforo.errors import ConfigError, LimitExceeded, StoreError
 from aforo.events import Progress
 from aforo.server_kinds import KINDS, SERVER_KINDS

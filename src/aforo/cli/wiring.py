@@ -31,7 +31,7 @@ from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.server_kinds import KINDS
 from aforo.servers.counters import make_counter
 from aforo.servers.detect import detect_server
-from aforo.servers.kind import ServerInfo, ServerKind, kind_named
+from aforo.servers.kind import Connection, ServerInfo, ServerKind, kind_named
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
 from aforo.tools.registry import default_registry
@@ -97,14 +97,8 @@ def open_lane(
     for warning in resolution.warnings:
         emit(Warning(warning.removeprefix("! ")))
     budget = Budget(resolution.window, cfg.max_tokens, resolution.source)
-    provider = kind.provider(
-        server,
-        model,
-        window=budget.window,
-        api_key=cfg.api_key,
-        read_timeout=cfg.read_timeout,
-        answer_timeout=cfg.answer_timeout,
-    )
+    connection = Connection(budget.window, cfg.api_key, cfg.read_timeout, cfg.answer_timeout)
+    provider = kind.provider(server, model, connection)
     counter = make_counter(kind.counter, client, server.root_url, model, tokenizer)
     known = served is not None or remembered is not None
     return OpenLane(route, server, kind, model, budget, resolution.source, provider, counter, known)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
 import httpx
 
@@ -37,17 +36,18 @@ ModelLister = Callable[[Documents], list[str]]
 CounterFactory = Callable[[httpx.Client, str, str], TokenCounter]
 
 
-class ProviderFactory(Protocol):
-    def __call__(
-        self,
-        server: ServerInfo,
-        model: str,
-        *,
-        window: int,
-        api_key: str | None,
-        read_timeout: float,
-        answer_timeout: float,
-    ) -> Provider: ...
+@dataclass(frozen=True)
+class Connection:
+    """What every provider is built with besides its server and model: the user's settings for the lane."""
+
+    window: int
+    api_key: str | None
+    read_timeout: float
+    answer_timeout: float
+
+
+# (the server detection found, the model, the settings) -> the adapter that talks to it.
+ProviderFactory = Callable[[ServerInfo, str, Connection], Provider]
 
 
 @dataclass(frozen=True)

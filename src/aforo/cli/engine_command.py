@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from aforo.cli.sanitize import sanitize
 from aforo.engine.errors import EngineError, EngineUnavailable
 from aforo.engine.home import EngineHome
 from aforo.engine.install import Installer
@@ -68,10 +69,11 @@ def engine_run(args: argparse.Namespace) -> int:
         print(home.root)
         return 0
     except EngineUnavailable as exc:
-        print(f"aforo engine: {exc}", file=sys.stderr)
+        print(sanitize(f"aforo engine: {exc}"), file=sys.stderr)
         return EXIT_UNAVAILABLE
     except EngineError as exc:
-        print(f"aforo engine: {exc}", file=sys.stderr)
+        # Its text can carry a path or a line of llama-server's log: terminal codes never reach stderr.
+        print(sanitize(f"aforo engine: {exc}"), file=sys.stderr)
         return 1
 
 
