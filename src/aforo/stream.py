@@ -40,22 +40,12 @@ def collect(
     on_text: Callable[[str], None] | None = None,
     progress: EventSink | None = None,
 ) -> Reply:
-    if progress is None:
-        return _read(provider, request, cancel, on_text, None)
-    with phase(progress, "prompt"):
-        return _read(provider, request, cancel, on_text, progress)
-
-
-def _read(
-    provider: Provider,
-    request: Request,
-    cancel: threading.Event | None,
-    on_text: Callable[[str], None] | None,
-    progress: EventSink | None,
-) -> Reply:
     text: list[str] = []
     try:
-        return _answer(provider, request, cancel, on_text, progress, text)
+        if progress is None:
+            return _answer(provider, request, cancel, on_text, None, text)
+        with phase(progress, "prompt"):
+            return _answer(provider, request, cancel, on_text, progress, text)
     except ProviderError as exc:
         exc.partial = "".join(text)  # the caller keeps what the model had answered
         raise
