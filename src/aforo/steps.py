@@ -152,6 +152,7 @@ def render(
     them too. Only in the request: the conversation itself is not changed."""
     uses: dict[str, ToolUse] = {}
     wire: list[dict[str, str]] = []
+    tail = question_after(messages, question)
     for i, message in enumerate(messages):
         if message.role == "assistant":
             calls = message.tool_uses
@@ -171,10 +172,23 @@ def render(
                 parts.append(f"{head}\n{block.content}")
             elif isinstance(block, TextBlock) and block.text:
                 parts.append(block.text)
-        if question and message.tool_results and i == len(messages) - 1:
-            parts.append(question)
+        if tail and i == len(messages) - 1:
+            parts.append(tail)
         wire.append({"role": "user", "content": "\n\n".join(parts)})
     return wire
+
+
+def question_after(messages: Sequence[Message], question: str) -> str:
+    """What `render` writes after the last message: the question, when that message holds results."""
+    return question if question and messages and messages[-1].tool_results else ""
+
+
+def appended_question(request: Request) -> str:
+    """The question a request's wire form repeats after its newest results ("" when it repeats none).
+
+    On the next turn those results are no longer the newest: the question moves to the end, and what
+    the prompt grew by is the new messages alone (the truncation check relies on it)."""
+    return question_after(request.messages, request.question) if request.constrained else ""
 
 
 def system_text(request: Request) -> str:

@@ -22,6 +22,7 @@ from aforo.errors import ContextOverflowError, ProviderError
 from aforo.events import EventSink, Warning, phase
 from aforo.messages import Message, MessageEnd, Request
 from aforo.protocols import Provider
+from aforo.steps import appended_question
 from aforo.stream import collect
 
 
@@ -44,12 +45,15 @@ class Watch:
         self._told_impossible = False
         self.prev: Sample | None = None
         self._prev_len = 0
+        # What the prev request's wire form wrote after its newest results, gone from it once they are not.
+        self._prev_tail = ""
         # Prompt tokens of a one-character request with these tools and this reply format, per frame_key.
         self._baseline: dict[int, int] = {}
 
     def reset(self) -> None:
         self.prev = None
         self._prev_len = 0
+        self._prev_tail = ""
 
     def observe(
         self, request: Request, end: MessageEnd, provider: Provider, exact: int | None, window: int
@@ -87,6 +91,7 @@ class Watch:
         self.meter.calibration.update(cur)
         self.prev = cur
         self._prev_len = len(request.messages)
+        self._prev_tail = appended_question(request)
         return Observation(False, cur, context_shift=shift)
 
     def _tell_impossible(self, why: str) -> None:
@@ -103,11 +108,14 @@ class Watch:
         self, verdict: Verdict, request: Request, new: tuple[Message, ...], provider: Provider
     ) -> Verdict:
         """Measure the new content alone (a max_tokens=1 request) to settle a suspicion."""
-        key = frame_key(replace(request, system=()))
+        tail = self._prev_tail if self.prev else ""
+        # The baseline depends on the framing, the tail and the opening (two turns before a user turn).
+        after_user = bool(new) and new[0].role == "user"
+        key = hash((frame_key(replace(request, system=())), tail, after_user))
         try:
             with phase(self.emit, "probing", "measuring the new messages"):
                 tokens, self._baseline[key] = measure_new_content(
-                    provider, request, new, self._baseline.get(key)
+                    provider, request, new, self._baseline.get(key), tail
                 )
         except ProviderError as exc:
             # Unresolved suspicion fails safe: trusting it could mean answering without the task.
@@ -119,22 +127,32 @@ class Watch:
 
 
 def measure_new_content(
-    provider: Provider, request: Request, new: tuple[Message, ...], baseline: int | None = None
+    provider: Provider,
+    request: Request,
+    new: tuple[Message, ...],
+    baseline: int | None = None,
+    tail: str = "",
 ) -> tuple[int, int]:
     """Prompt tokens of the messages `new` alone, as the server counts them, and the baseline used.
 
     They are sent as the request rendered them (its tools, reply format and question: the same framing
     as in the conversation) behind a minimal opening turn and without the system prompt, and a baseline
     of that opening alone is subtracted, so the template and the tool definitions cancel out. Both
-    requests ask for one token; the caller keeps the baseline, which only changes with the tools.
+    requests ask for one token; the caller keeps the baseline, which only changes with the tools, the
+    `tail` and whether the opening is one turn or two.
+
+    `tail` is what the previous request wrote after its newest results and this one no longer writes
+    there (steps.appended_question): the prompt grew by that much less, so the baseline's opening
+    carries it and it is subtracted too.
     """
     opening: tuple[Message, ...] = (Message.user("."),)
     if new and new[0].role == "user":
         opening = (*opening, Message.assistant("."))
     bare = replace(request, system=(), max_tokens=1)
     measured = collect(provider, bare.with_messages((*opening, *new))).end.usage.prompt_tokens
-    if baseline is None or len(opening) != 1:
-        baseline = collect(provider, bare.with_messages(opening)).end.usage.prompt_tokens
+    if baseline is None:
+        base = (Message.user(f".\n\n{tail}" if tail else "."), *opening[1:])
+        baseline = collect(provider, bare.with_messages(base)).end.usage.prompt_tokens
     return max(0, measured - baseline), baseline
 
 
