@@ -31,8 +31,10 @@ Call = tuple[str, dict[str, Any]]
 
 @dataclass(frozen=True)
 class StepForm:
-    """How one tool is written as a step: `{key: primary, other arguments...}`; a `batch` tool takes a
-    list under its key, one call per item, the other arguments shared."""
+    """How one tool is written as a step: `{key: primary}`, its first argument only (offered more, the
+    0.5B model filled them with noise); a `batch` tool takes a list under its key, one call per item.
+    Other arguments a call in the history has (or a server that ignored the schema wrote) are kept
+    beside the key, shared by the batch."""
 
     tool: str
     key: str
@@ -43,8 +45,7 @@ class StepForm:
 
     def object_schema(self) -> dict[str, Any]:
         # Without the arguments' descriptions: the reply format says what each key is for.
-        props = dict(self.schema.get("properties", {}))
-        primary = props.pop(self.primary, {"type": "string"})
+        primary = self.schema.get("properties", {}).get(self.primary, {"type": "string"})
         value = (
             {"type": "array", "items": primary, "minItems": 1, "maxItems": MAX_BATCH}
             if self.batch
