@@ -23,9 +23,12 @@ def assess(
     window: int | None = 32768,
     exact: int | None = None,
     windows: tuple[int, ...] | None = None,
+    old_cached: int = 0,
 ) -> Verdict:
     detector = TruncationDetector() if windows is None else TruncationDetector(windows)
-    return detector.assess(PREV, cur, ratio=RATIO, window=window, new_estimate=new, exact=exact)
+    return detector.assess(
+        PREV, cur, ratio=RATIO, window=window, new_estimate=new, exact=exact, old_cached=old_cached
+    )
 
 
 def test_normal_growth_is_ok_and_says_what_was_expected() -> None:
@@ -87,6 +90,15 @@ def test_a_report_under_a_window_the_new_content_could_have_crossed_is_suspect()
     # Ollama at 8192 dropped only the user's 20-token request: the report still grew, 20 too little.
     v = assess(Sample(8150, 7700), new=3000)
     assert (v.status, v.rule, v.seems_real_window) == ("suspect", "crossing", 8192)
+
+
+def test_a_cache_hit_over_the_old_part_settles_a_crossing_and_only_that() -> None:
+    v = assess(Sample(8150, 7700), new=3000, old_cached=4990)
+    assert (v.status, v.rule) == ("ok", "cache")
+    assert "first 4990 tokens from its cache" in v.reason
+    # Evidence of a drop stays evidence: the hit does not outweigh a prompt that shrank or a tell-tale.
+    assert assess(Sample(4990, 7700), new=3000, old_cached=4990).status == "truncated"
+    assert assess(Sample(8192, 7700), new=3000, old_cached=4990).rule == "telltale"
 
 
 def test_crossing_needs_the_new_content_to_be_able_to_reach_the_window() -> None:

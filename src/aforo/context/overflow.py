@@ -39,6 +39,9 @@ COMMON_WINDOWS = (2048, 4096, 8192, 16384, 32768, 65536, 131072, 262144)
 # up to 3.0 plus noise); code is ~1.03, JSON ~1.47, whitespace ~0.22. Used only to bound what new content
 # could weigh, so erring high costs probes, never misses.
 MAX_CONTENT_RATIO = 3.2
+# A prompt's end of turn and the next turn's header (5 tokens in ChatML, Llama 3's and Gemma's templates),
+# with room to spare: how far a cache hit may stop short of a message it still shows was read.
+CACHE_FRAMING = 8
 # Reported growth below this fraction of the calibrated expectation is suspicious. Clean turns go as
 # low as 0.15 (whitespace after a JSON-heavy history), so this flags those for a probe (cost, not a
 # false positive) and catches truncations that drop more than half of what was added.
@@ -80,7 +83,7 @@ class Verdict:
     seems_real_window: int | None = None
     rule: str = ""
     """The evidence that decided: none, no_usage, exact, first, shrank, growth, telltale, crossing,
-    deficit or probe."""
+    cache, deficit or probe."""
     reported: int = 0
     prev_reported: int | None = None
 
@@ -105,12 +108,15 @@ class TruncationDetector:
         new_estimate: int,
         exact: int | None = None,
         min_growth: int = OVERFLOW_MIN_GROWTH,
+        old_cached: int = 0,
     ) -> Verdict:
         """Judge `cur` against `prev`, the last good sample of the same conversation.
 
         `ratio` is the calibration (tokens/estimate of `prev`), `new_estimate` the raw estimate of the
         messages added since `prev` (of the whole request when there is no `prev`), `exact` the exact
-        count of the request when a counter exists.
+        count of the request when a counter exists. `old_cached` is how many of the prompt's first tokens
+        the server took from its cache, when that many show it read the previous prompt whole (the
+        watch decides: `Watch.old_part_cached`); 0 otherwise.
         """
         base = prev.tokens if prev else 0
         expected = base + math.ceil(max(ratio, 0.0) * new_estimate)
@@ -154,6 +160,11 @@ class TruncationDetector:
         for size in self._plausible(window):
             if prev.tokens < size < upper and cur.tokens <= size:
                 why = f"{expect}; the new content may have crossed a {size}-token window"
+                if old_cached:
+                    # A drop that lands under a window starts at the oldest messages: the cache shows
+                    # the server read them, in the order it read them before.
+                    why += f", but it took the first {old_cached} tokens from its cache: nothing old went"
+                    return verdict("ok", "cache", why)
                 return verdict("suspect", "crossing", why, size)
         if grown < DEFICIT_RATIO * (expected - prev.tokens):
             return verdict("suspect", "deficit", f"{expect}; it grew only {grown:+d}")

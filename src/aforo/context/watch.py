@@ -13,11 +13,19 @@ is served beside it, and the next turn reuses the whole conversation (12 tokens 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from aforo.context.counting import Meter
-from aforo.context.overflow import COMMON_WINDOWS, TruncationDetector, Verdict, generation_overflow
-from aforo.context.tokens import Sample, frame_key, impossible
+from aforo.context.overflow import (
+    CACHE_FRAMING,
+    COMMON_WINDOWS,
+    MAX_CONTENT_RATIO,
+    TruncationDetector,
+    Verdict,
+    generation_overflow,
+)
+from aforo.context.tokens import Sample, estimate_text, frame_key, impossible
 from aforo.errors import ContextOverflowError, ProviderError
 from aforo.events import EventSink, Warning, phase
 from aforo.messages import Message, MessageEnd, Request
@@ -47,6 +55,9 @@ class Watch:
         self._prev_len = 0
         # What the prev request's wire form wrote after its newest results, gone from it once they are not.
         self._prev_tail = ""
+        # The first request judged good since the conversation began or was replaced: its prompt tokens
+        # and how many messages it held (its tokens bound where those messages end in any later prompt).
+        self._first: tuple[int, int] | None = None
         # Prompt tokens of a one-character request with these tools and this reply format, per frame_key.
         self._baseline: dict[int, int] = {}
 
@@ -54,6 +65,7 @@ class Watch:
         self.prev = None
         self._prev_len = 0
         self._prev_tail = ""
+        self._first = None
 
     def observe(
         self, request: Request, end: MessageEnd, provider: Provider, exact: int | None, window: int
@@ -83,6 +95,7 @@ class Watch:
             window=window,
             new_estimate=self.meter.estimates.total(new),
             exact=exact,
+            old_cached=self.old_part_cached(request, end.usage.cache_read_tokens),
         )
         if verdict.status == "suspect":
             verdict = self._resolve(verdict, request, new, provider)
@@ -90,9 +103,31 @@ class Watch:
             return Observation(True, cur, silent_overflow_message(verdict), shift, verdict.reason)
         self.meter.calibration.update(cur)
         self.prev = cur
+        self._first = self._first or (cur.tokens, len(request.messages))
         self._prev_len = len(request.messages)
         self._prev_tail = appended_question(request)
         return Observation(False, cur, context_shift=shift)
+
+    def old_part_cached(self, request: Request, cached: int) -> int:
+        """`cached` when that many of the prompt's first tokens, taken from the server's cache, show it
+        read the previous prompt whole; else 0.
+
+        A server that drops messages to fit starts at the oldest (keep-newest, as Ollama does) or at the
+        one after the first (truncate-middle); from there the prompt it reads differs from the one it had
+        cached, and so does its cache hit. The hit must then reach the end of the previous prompt but for
+        the question that prompt repeated after its results (moved to the end since, so no longer there),
+        and past the first message added after the first good request (whose tokens bound where the
+        messages it held end). A drop that starts later than that, inside the newest messages, is not
+        ruled out: no server is known to truncate there.
+        """
+        if self.prev is None or self._first is None or cached <= 0:
+            return 0
+        tail = self._prev_tail
+        need = self.prev.tokens - (_bound(estimate_text(f"\n\n{tail}")) if tail else 0)
+        first_tokens, first_len = self._first
+        if first_len < min(self._prev_len, len(request.messages)):
+            first_tokens += _bound(self.meter.estimates.of(request.messages[first_len]))
+        return cached if cached >= max(need, first_tokens) else 0
 
     def _tell_impossible(self, why: str) -> None:
         if not self._told_impossible:
@@ -124,6 +159,11 @@ class Watch:
                 verdict, status="truncated", reason=f"{verdict.reason}; the new content could not be measured"
             )
         return self.detector.resolve(verdict, tokens)
+
+
+def _bound(estimate: int) -> int:
+    """At most how many tokens content of this raw estimate takes in a prompt, with a turn's framing."""
+    return math.ceil(MAX_CONTENT_RATIO * estimate) + CACHE_FRAMING
 
 
 def measure_new_content(
