@@ -6,12 +6,17 @@ server's own `timings` of it: `prompt_n` (prompt tokens the server evaluated) an
 tokens it took from its cache). The kind is told from the request alone, as the server would see it:
 a `max_tokens: 1` request is aforo's truncation check ("verify"), one whose system prompt is the
 compaction instruction is a summary ("summary"), any other is the conversation ("chat").
+
+For tests it can also play a different server: `rewrite` changes each chat request before it goes on
+(one that silently drops turns), and `hide_cache` removes the `prompt_tokens_details` llama-server
+reports (a server that says nothing of its prompt cache); what it records is the server's own timings.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -58,11 +63,39 @@ def _timings(payload: bytes) -> dict[str, Any]:
     return found
 
 
+def _without_cache(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The response, line by line, without `usage.prompt_tokens_details` (`timings` stay, as recorded)."""
+    pending = b""
+    for chunk in chunks:
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            yield _drop_details(line) + b"\n"
+    if pending:
+        yield _drop_details(pending)
+
+
+def _drop_details(line: bytes) -> bytes:
+    prefix = b"data: " if line.startswith(b"data: ") else b""
+    if b'"prompt_tokens_details"' not in line:
+        return line
+    doc = json.loads(line.removeprefix(prefix))
+    doc.get("usage", {}).pop("prompt_tokens_details", None)
+    return prefix + json.dumps(doc).encode()
+
+
 class RecordingProxy:
     """`with RecordingProxy(upstream) as proxy:` point aforo at `proxy.url`; read `proxy.records`."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        rewrite: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        hide_cache: bool = False,
+    ) -> None:
         self.upstream = upstream.rstrip("/")
+        self.rewrite = rewrite
+        self.hide_cache = hide_cache
         self.records: list[Recorded] = []
         self._lock = threading.Lock()
         self._client = httpx.Client(timeout=httpx.Timeout(900.0, connect=10.0))
@@ -106,6 +139,8 @@ class RecordingProxy:
     def forward(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         headers = {k: v for k, v in handler.headers.items() if k.lower() not in _DROP | {"host"}}
         chat = handler.command == "POST" and handler.path.startswith("/v1/chat/completions")
+        if chat and self.rewrite is not None:
+            body = json.dumps(self.rewrite(json.loads(body))).encode()
         seen: list[bytes] = []
         request = self._client.build_request(
             handler.command, self.upstream + handler.path, content=body, headers=headers
@@ -117,7 +152,8 @@ class RecordingProxy:
                 if key.lower() not in _DROP:
                     handler.send_header(key, value)
             handler.end_headers()
-            for chunk in response.iter_bytes():  # decoded: the content-encoding header is not passed on
+            chunks = response.iter_bytes()  # decoded: the content-encoding header is not passed on
+            for chunk in _without_cache(chunks) if chat and self.hide_cache else chunks:
                 handler.wfile.write(chunk)
                 handler.wfile.flush()
                 if chat:

@@ -4,11 +4,13 @@ the conversation its place in the server's prompt cache."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -16,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
 from real_tasks import AFORO, TASKS, Task, run_task
-from recording_proxy import RecordingProxy
+from recording_proxy import Recorded, RecordingProxy
 
 pytestmark = pytest.mark.real
 
@@ -42,36 +44,36 @@ def test_follow_ups_each_read_their_file_and_none_copies_aforo(real_base_url: st
     assert row.copied == 0, row.answers  # the issue's measurement: 18 of 18 copied a hint line
 
 
-def test_a_truncation_check_leaves_the_conversation_in_the_cache(
-    real_base_url: str, real_server_url: str
-) -> None:
-    # No counter and no window: the ten files read in one step are checked with a probe; the request
-    # after it must still find the conversation in llama-server's cache.
+def ten_files(
+    server_url: str, **proxy: Any
+) -> tuple[subprocess.CompletedProcess[str], list[Recorded], dict[str, Any]]:
+    """The ten-file task with no counter and no window, from an empty prompt cache, through a recording
+    proxy (`proxy`: how it plays another server). What aforo did, what the server evaluated, the result."""
     ws = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "modules"
-    args = [
-        "-w",
-        str(ws),
-        "-m",
-        "m",
-        "--temperature",
-        "0",
-        "--server",
-        "openai",
-        "--tool-mode",
-        "constrained",
-    ]
-    with RecordingProxy(real_server_url) as proxy, tempfile.TemporaryDirectory() as tmp:
+    args = ["-w", str(ws), "-m", "m", "--temperature", "0", "--server", "openai"]
+    args += ["--tool-mode", "constrained", "--json"]
+    with RecordingProxy(server_url, **proxy) as recording, tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "AFORO_HOME": tmp, "XDG_CONFIG_HOME": tmp}
-        httpx.post(f"{real_server_url}/slots/0?action=erase", timeout=30)
+        httpx.post(f"{server_url}/slots/0?action=erase", timeout=30)
         done = subprocess.run(
-            [AFORO, *args, "--base-url", f"{proxy.url}/v1", task("ten-files").asks[0].prompt],
+            [AFORO, *args, "--base-url", f"{recording.url}/v1", task("ten-files").asks[0].prompt],
             capture_output=True,
             text=True,
             env=env,
             timeout=900,
             check=False,
         )
-        records = proxy.take()
+        records = recording.take()
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    result = next((e for e in lines if e["type"] == "result"), {})
+    return done, records, result
+
+
+def test_a_truncation_check_leaves_the_conversation_in_the_cache(real_server_url: str) -> None:
+    # A server that says nothing of its prompt cache: the ten files read in one step may have crossed a
+    # 2048 window, so they are measured with a probe; the request after it must still find the
+    # conversation in llama-server's cache.
+    done, records, _ = ten_files(real_server_url, hide_cache=True)
     assert done.returncode == 0, done.stderr[-2000:]
     kinds = [r.kind for r in records]
     assert "verify" in kinds, kinds
@@ -80,3 +82,29 @@ def test_a_truncation_check_leaves_the_conversation_in_the_cache(
     next_chat = next(r for r in records[after:] if r.kind == "chat")
     # Everything the conversation had evaluated before the probe is reused after it.
     assert next_chat.cache_n >= before_chat.cache_n + before_chat.prompt_n - 8, records
+
+
+def test_the_servers_cache_hit_settles_the_same_step_without_a_check(real_server_url: str) -> None:
+    # llama-server reports how much of each prompt came from its cache: all of the previous prompt.
+    done, records, result = ten_files(real_server_url)
+    assert done.returncode == 0 and result["ending"] == "end_turn", done.stderr[-2000:]
+    assert [r.kind for r in records if r.kind != "chat"] == [], records
+    assert records[1].cache_n >= records[0].prompt_n, records
+
+
+def _drop_the_task(body: dict[str, Any]) -> dict[str, Any]:
+    """Past 3 000 characters, the conversation's first turn after the system prompt goes (the user's
+    request), as a server that drops the oldest turns to fit does; aforo's checks carry no system
+    prompt and are smaller than that window."""
+    messages = body["messages"]
+    if messages[0]["role"] == "system" and sum(len(str(m.get("content"))) for m in messages) > 3000:
+        body["messages"] = [messages[0], *messages[2:]]
+    return body
+
+
+def test_a_server_that_drops_the_request_is_caught_though_it_reports_its_cache(real_server_url: str) -> None:
+    # The cache hit then stops at the system prompt: the step is measured and the loss is found.
+    done, records, result = ten_files(real_server_url, rewrite=_drop_the_task)
+    assert result["ending"] == "context_overflow" and done.returncode != 0, (result, done.stderr[-2000:])
+    assert "verify" in [r.kind for r in records], records
+    assert records[1].cache_n < records[0].prompt_n, records
