@@ -2,8 +2,8 @@
 
 The governor owns the conversation: before each call it admits (and may transform) the request, after
 it says whether the server silently dropped part of the prompt. A truncated turn's answer is discarded
-(its `turn_end` says `truncated`) and the run ends `context_overflow` with the history intact (the
-answer's text goes out through `Shown`). Provider errors end the run `error`; Ctrl-C ends it `aborted`.
+(its `turn_end` says `truncated`) and the run ends `context_overflow` with the history intact. Provider
+errors end the run `error` (what the call or a failed recovery changed is put back); Ctrl-C, `aborted`.
 
 Where the server forces a JSON schema, each answer is one constrained step (aforo.steps); a server that
 refuses the schema is asked again without it, once, and the session goes on with tool definitions. An
@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
+from aforo.context.plan import RecoveryFailed
 from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, HTTPStatusError, ProviderError, RejectedError, TransformError
 from aforo.events import EventSink, Info, RunEnd, RunReason, RunResult, TurnEnd, Warning
@@ -97,8 +98,7 @@ class Agent:
         and results of files the user attached), so they are tool results like any other."""
         cancel = cancel or threading.Event()
         run = _Run(question=prompt)
-        self.governor.conversation.append(Message.user(prompt))
-        for message in attached:
+        for message in (Message.user(prompt), *attached):
             self.governor.conversation.append(message)
         try:
             with cancel_on_sigint(cancel):
@@ -124,9 +124,8 @@ class Agent:
         reply = self._call(turn, cancel, run)
         _stop_if(cancel)
         gov, only = self.governor, run.answer_only
-        batch = answer(
-            reply, self.tools, gov.conversation, gov.tool_cap(), self.emit, cancel, answer_only=only
-        )
+        cap = gov.tool_cap()
+        batch = answer(reply, self.tools, gov.conversation, cap, self.emit, cancel, answer_only=only)
         run.tool_calls += batch.ran
         if batch.ran:
             return
@@ -138,8 +137,7 @@ class Agent:
             return
         text = self.messages[-1].text if self.messages and self.messages[-1].role == "assistant" else ""
         if reply.end.stop_reason == "max_tokens":
-            limit = self.governor.budget.reserve
-            raise _End("max_tokens", f"the answer hit the output limit of {limit} tokens", text)
+            raise _End("max_tokens", f"the answer hit the output limit of {gov.budget.reserve} tokens", text)
         if reply.end.stop_reason == "refusal":
             raise _End("refusal", "the model refused to answer", text)
         raise _End("end_turn", answer=text)
@@ -152,9 +150,11 @@ class Agent:
                 request = self.request(run.answer_only, run.question)
                 admitted = gov.admit(request, self.provider, force_compact=refused is not None)
             except (RejectedError, TransformError) as exc:
-                if refused is not None:
-                    raise _End("context_overflow", recovery_failed(refused, exc, gov.summary_lane)) from exc
-                raise _End("context_overflow", str(exc)) from exc
+                if refused is None:
+                    raise _End("context_overflow", str(exc)) from exc
+                if isinstance(exc, RecoveryFailed):  # what the recovery changed is put back
+                    gov.recover(exc.changed, str(exc))
+                raise _End("context_overflow", recovery_failed(refused, exc, gov.summary_lane)) from exc
             shown = Shown(self.tools, self.emit, live=self.live_text)
             try:
                 reply = collect(self.provider, admitted.request, cancel, shown.on_text, self.emit)

@@ -24,7 +24,7 @@ from aforo.context.counting import Meter
 from aforo.context.dropped import Dropped, since_newest
 from aforo.context.lanes import DEFAULT_LANE, Lane, Served, summary_route
 from aforo.context.ledger import checkpoint_facts
-from aforo.context.plan import Admitted, Applied, Outcome, Plan, Room, Summarizer
+from aforo.context.plan import Admitted, Applied, Outcome, Plan, RecoveryFailed, Room, Summarizer
 from aforo.context.policy import Policy
 from aforo.context.rows import decision, model_check, overflow, rejection, transformation
 from aforo.context.stages import Cap
@@ -119,7 +119,7 @@ class Governor:
     def admit(self, request: Request, provider: Provider, *, force_compact: bool = False) -> Admitted:
         """Run the stages and refuse locally what still cannot fit (RejectedError: nothing was sent).
 
-        `force_compact` compacts whatever the count; if that fails, its TransformError is raised."""
+        `force_compact` compacts whatever the count; if that fails, RecoveryFailed says what to put back."""
         started = time.monotonic()
         room = self._room(request, provider, force=force_compact)
         checkpoint = None
@@ -129,10 +129,9 @@ class Governor:
             except TransformError as exc:
                 self.emit(Warning(f"{kind.value.event.capitalize()} failed: {exc}"))
                 if force_compact:
-                    # The recovery failed: what an earlier stage of it changed is put back too.
                     back = request.messages if checkpoint else None
-                    self.recover(Admitted(room.request, room.before, back, checkpoint), str(exc))
-                    raise
+                    changed = Admitted(room.request, room.before, back, checkpoint)
+                    raise RecoveryFailed(str(exc), changed) from exc
                 continue
             if applied is not None:
                 checkpoint = applied.checkpoint
@@ -156,7 +155,8 @@ class Governor:
         return smaller is not None or self.compaction is not None
 
     def recover(self, admitted: Admitted, why: str) -> None:
-        """Put back the conversation this call transformed, after the provider failed."""
+        """Put back the conversation this call transformed, after the provider failed (or the recovery's
+        compaction did: RecoveryFailed.changed)."""
         back = admitted.restore
         if back is not None:
             after = self.meter.count(admitted.request.with_messages(back))

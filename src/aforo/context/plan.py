@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from aforo.context.budget import Budget
 from aforo.context.policy import Policy
 from aforo.context.tokens import Count, Sample
+from aforo.errors import TransformError
 from aforo.messages import Message, Request
 from aforo.stream import Reply
 
@@ -75,6 +76,15 @@ class Admitted:
     count: Count
     restore: tuple[Message, ...] | None = None
     checkpoint: str | None = None
+
+
+class RecoveryFailed(TransformError):
+    """A forced compaction (the recovery from a refusal) failed. `changed` holds what the stages before
+    it did to the conversation, for the caller to put back (`Governor.recover`) as after any failed call."""
+
+    def __init__(self, message: str, changed: Admitted) -> None:
+        super().__init__(message)
+        self.changed = changed
 
 
 @dataclass(frozen=True)
