@@ -8,7 +8,7 @@ This module imports nothing of ours.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 Role = Literal["user", "assistant"]
@@ -158,12 +158,7 @@ class Usage:
         )
 
     def to_dict(self) -> dict[str, int]:
-        return {
-            "input_tokens": self.input_tokens,
-            "cache_read_tokens": self.cache_read_tokens,
-            "cache_write_tokens": self.cache_write_tokens,
-            "output_tokens": self.output_tokens,
-        }
+        return asdict(self)
 
 
 # --- the canonical streamed response -------------------------------------------------------------

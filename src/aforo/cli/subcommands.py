@@ -72,11 +72,15 @@ def _server_flags(parser: argparse.ArgumentParser, *, model: bool) -> None:
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
 
 
-def _config(args: argparse.Namespace) -> Config:
+def _config(args: argparse.Namespace) -> Config | None:
     """The configuration a run with these flags would have; its warnings (an untrusted project file's
-    ignored keys) go to stderr."""
+    ignored keys) go to stderr. None: it could not be loaded, and stderr says why."""
     flags = {k: getattr(args, k, NOT_GIVEN) for k in ("workspace", "base_url", "model", "server")}
-    cfg = load_config(flags)
+    try:
+        cfg = load_config(flags)
+    except (ConfigError, LimitExceeded) as exc:
+        fail(exc)
+        return None
     for warning in cfg.warnings:
         print(f"aforo: ! {sanitize(warning)}", file=sys.stderr)
     return cfg
@@ -97,10 +101,8 @@ def probe_parser() -> argparse.ArgumentParser:
 
 
 def probe_run(args: argparse.Namespace) -> int:
-    try:
-        cfg = _config(args)
-    except (ConfigError, LimitExceeded) as exc:
-        fail(exc)
+    cfg = _config(args)
+    if cfg is None:
         return 2
     # A probe takes minutes: on a terminal the status line says it is still at work between its lines.
     status = stderr_status(args.json)
@@ -132,10 +134,8 @@ def models_parser() -> argparse.ArgumentParser:
 
 
 def models_run(args: argparse.Namespace) -> int:
-    try:
-        cfg = _config(args)
-    except (ConfigError, LimitExceeded) as exc:
-        fail(exc)
+    cfg = _config(args)
+    if cfg is None:
         return 2
     # The key goes where the user pointed aforo, as for a run (config.py: never to the default URL).
     headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
