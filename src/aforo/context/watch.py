@@ -2,8 +2,10 @@
 
 The watch keeps what detection compares against: the last sample judged good and how many messages it
 covered. A suspicion is settled by measuring the new content alone (a max_tokens=1 request, and once a
-baseline). Only a clean answer calibrates the estimate. When the conversation is replaced, growth
-restarts (`reset`).
+baseline); a possible window crossing needs no request when the server's cache hit shows it read the
+previous prompt (`old_part_cached`; measured in the task suite: 4 989 tokens of checks became none).
+Only a clean answer calibrates the estimate. When the conversation is replaced, growth restarts
+(`reset`).
 
 The measuring requests carry no system prompt: one that began like the conversation (the same system
 prompt and tools) made llama-server reuse the conversation's slot in place and lose its cache (measured:
