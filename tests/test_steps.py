@@ -4,6 +4,7 @@ parsing of a step, and the answer decoded as it streams."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -11,6 +12,8 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from aforo import steps
+from aforo.context.counting import Meter
+from aforo.context.tokens import CHARS_PER_TOKEN, estimate_request
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
 from aforo.tools.registry import default_registry
 
@@ -163,3 +166,21 @@ def test_text_that_is_no_step_is_given_out_whole_at_the_end() -> None:
 def test_an_answer_cut_short_keeps_what_streamed() -> None:
     shown, stream = _feed(['{"answer": "The fun', "ction returns"])
     assert shown == "The function returns" and stream.finish(TOOLS) == ("", [])
+
+
+def test_the_estimate_counts_the_question_repeated_after_the_newest_results() -> None:
+    question = "Which function in app/handlers.py returns the status 404?"
+    use = ToolUse("a", "Read", {"file_path": "app/handlers.py"})
+    result = Message("user", (ToolResult("a", "x\n"),))
+    read = (Message.user(question), Message("assistant", (use,)), result)
+    request = Request("m", (), TOOLS, read, 1024, 0.0, True, False, question)
+    without = replace(request, question="")
+    wire = sum(len(t["content"]) for t in steps.wire_messages(request))
+    grown = wire - sum(len(t["content"]) for t in steps.wire_messages(without))
+    assert grown == len(question) + 2  # the wire form: the results, a blank line, the question
+    estimated = (estimate_request(request) - estimate_request(without)) * CHARS_PER_TOKEN
+    assert abs(estimated - grown) < CHARS_PER_TOKEN * 2
+    assert Meter(None, lambda e: None).raw(request) == estimate_request(request)
+    # Before any result the question is the last message itself: nothing is repeated.
+    asked = request.with_messages(read[:1])
+    assert estimate_request(asked) == estimate_request(replace(asked, question=""))

@@ -192,6 +192,13 @@ def appended_question(request: Request) -> str:
     return question_after(request.messages, request.question) if request.constrained else ""
 
 
+def repeated_chars(request: Request) -> int:
+    """What the wire form adds after the newest results, in characters: the question it repeats there
+    (render joins it with a blank line)."""
+    tail = appended_question(request)
+    return len(tail) + 2 if tail else 0
+
+
 def system_text(request: Request) -> str:
     """The system prompt a constrained request sends: aforo's, then the reply format."""
     fmt = instructions(request.tools)

@@ -20,7 +20,7 @@ from aforo.errors import ProviderError
 from aforo.events import EventSink, Warning
 from aforo.messages import Request
 from aforo.protocols import TokenCounter
-from aforo.steps import definition_chars
+from aforo.steps import definition_chars, repeated_chars
 
 ESTIMATE = "estimate"
 
@@ -42,7 +42,8 @@ class Meter:
         key = frame_key(request)
         if self._fixed[0] != key:
             self._fixed = (key, len(request.system_text) + definition_chars(request))
-        return math.ceil((self._fixed[1] + self.estimates.total_chars(request.messages)) / CHARS_PER_TOKEN)
+        chars = self._fixed[1] + self.estimates.total_chars(request.messages) + repeated_chars(request)
+        return math.ceil(chars / CHARS_PER_TOKEN)
 
     def count(self, request: Request) -> Count:
         estimated = self.calibration.scale(self.raw(request))

@@ -13,7 +13,7 @@ import operator
 from dataclasses import dataclass
 
 from aforo.messages import Message, Request, TextBlock, ToolUse, messages_to_list
-from aforo.steps import definition_chars
+from aforo.steps import definition_chars, repeated_chars
 
 CHARS_PER_TOKEN = 4
 # Role markers and template framing that every message costs, in characters.
@@ -68,7 +68,7 @@ def message_chars(message: Message) -> int:
 
 def estimate_request(request: Request) -> int:
     """The raw (uncalibrated) estimate of a whole request; what the fake provider reports as usage."""
-    chars = len(request.system_text) + definition_chars(request)
+    chars = len(request.system_text) + definition_chars(request) + repeated_chars(request)
     chars += sum(message_chars(m) for m in request.messages)
     return math.ceil(chars / CHARS_PER_TOKEN)
 
