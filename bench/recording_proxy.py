@@ -79,7 +79,9 @@ def _drop_details(line: bytes) -> bytes:
     if b'"prompt_tokens_details"' not in line:
         return line
     doc = json.loads(line.removeprefix(prefix))
-    doc.get("usage", {}).pop("prompt_tokens_details", None)
+    usage = doc.get("usage") if isinstance(doc, dict) else None
+    if isinstance(usage, dict):  # streamed chunks before the last carry `"usage": null`
+        usage.pop("prompt_tokens_details", None)
     return prefix + json.dumps(doc).encode()
 
 
