@@ -269,10 +269,16 @@ def unreadable(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
             if setpriv is None:
                 pytest.skip("running as root without setpriv: cannot make a file unreadable for rg")
             base.chmod(0o755)
+            # rg stats its own binary to sort by time: nobody must reach it, and a checkout may sit in a
+            # directory only root can enter (`mktemp -d`), so it runs from a copy here.
+            rg = base / "rg"
+            try:
+                os.link(rg_binary(), rg)
+            except OSError:
+                shutil.copy2(rg_binary(), rg)
             wrapper = base / "rg-as-nobody"
-            wrapper.write_text(
-                f'#!/bin/sh\nexec {setpriv} --reuid=65534 --regid=65534 --clear-groups {rg_binary()} "$@"\n'
-            )
+            nobody = f"{setpriv} --reuid=65534 --regid=65534 --clear-groups"
+            wrapper.write_text(f'#!/bin/sh\nexec {nobody} {rg} "$@"\n')
             wrapper.chmod(0o755)
             monkeypatch.setattr(ripgrep, "rg_binary", lambda: str(wrapper))
         ws = base / "ws"
