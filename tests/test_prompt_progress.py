@@ -19,6 +19,7 @@ from aforo.providers.openai_compat import OpenAICompatProvider
 from aforo.server_kinds import KINDS
 from aforo.servers.kind import Connection, ServerInfo, kind_named
 from aforo.stream import collect
+from aforo.wire.bounded import Deadlines
 from dialects.openai_app import Raw, Script, make_openai_app
 from support.live_server import LiveServer
 
@@ -62,7 +63,7 @@ def request() -> Request:
 def provider_of(kind: str, url: str) -> Iterator[Provider]:
     """The provider the registry builds for `kind`, closed afterwards."""
     info = ServerInfo(kind=kind, root_url=url, v1_url=f"{url}/v1")
-    provider = kind_named(KINDS, kind).provider(info, "m", Connection(4096, None, 30, 60))
+    provider = kind_named(KINDS, kind).provider(info, "m", Connection(4096, None, Deadlines(30, 60)))
     try:
         yield provider
     finally:

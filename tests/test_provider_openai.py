@@ -30,6 +30,7 @@ from aforo.messages import (
 )
 from aforo.providers import retry
 from aforo.providers.openai_compat import OpenAICompatProvider
+from aforo.wire.bounded import Deadlines
 from dialects.openai_app import Answer, Call, Failure, Raw, Reply, Script, make_openai_app
 from support.live_server import LiveServer, free_port
 
@@ -73,7 +74,9 @@ def serve(server: tuple[LiveServer, Switch], monkeypatch: pytest.MonkeyPatch) ->
     def start(*answers: Answer, retries: int = 0, timeout: float = 30) -> tuple[OpenAICompatProvider, Script]:
         switch.script = Script(*answers)
         switch.headers.clear()
-        provider = OpenAICompatProvider(f"{live.url}/v1/", "test-model", retries=retries, timeout=timeout)
+        provider = OpenAICompatProvider(
+            f"{live.url}/v1/", "test-model", retries=retries, deadlines=Deadlines(read=timeout)
+        )
         return provider, switch.script
 
     return start

@@ -43,8 +43,7 @@ def openai_compat(
         server.v1_url,
         model,
         api_key=conn.api_key,
-        timeout=conn.read_timeout,
-        answer_timeout=conn.answer_timeout,
+        deadlines=conn.deadlines,
         extra_body=extra_body,
     )
 
@@ -60,8 +59,7 @@ def ollama_native(server: ServerInfo, model: str, conn: Connection) -> Provider:
         model,
         num_ctx=conn.window,
         version=server.version,
-        timeout=conn.read_timeout,
-        answer_timeout=conn.answer_timeout,
+        deadlines=conn.deadlines,
     )
 
 

@@ -18,6 +18,7 @@ from aforo.limits import answer_bytes
 from aforo.messages import Message, Request, StreamEvent, StreamText
 from aforo.providers.ollama import OllamaProvider
 from aforo.providers.openai_compat import OpenAICompatProvider
+from aforo.wire.bounded import Deadlines
 from aforo.wire.http import get_json_quiet
 from faults.server import (
     Behave,
@@ -185,7 +186,7 @@ def test_gzip_bomb_as_an_error_body_is_cut_at_the_response_limit(
 
 def test_slow_drip_ends_at_the_answer_deadline(openai: Callable[..., OpenAICompatProvider]) -> None:
     # One token every 0.3 s: every read is quick, so only a deadline for the whole answer ends it.
-    provider = openai(lambda n: sse(drip(openai_chunk("t"), 0.3)), answer_timeout=1.5)
+    provider = openai(lambda n: sse(drip(openai_chunk("t"), 0.3)), deadlines=Deadlines(answer=1.5))
     started = time.monotonic()
     error = limit_hit(lambda: events(provider))
     took = time.monotonic() - started
@@ -195,7 +196,7 @@ def test_slow_drip_ends_at_the_answer_deadline(openai: Callable[..., OpenAICompa
 
 
 def test_slow_ndjson_drip_ends_at_the_answer_deadline(ollama: Callable[..., OllamaProvider]) -> None:
-    provider = ollama(lambda n: ndjson(drip(ollama_line("t"), 0.3)), answer_timeout=1.5)
+    provider = ollama(lambda n: ndjson(drip(ollama_line("t"), 0.3)), deadlines=Deadlines(answer=1.5))
     assert limit_hit(lambda: events(provider)).limit.name == "answer_timeout"
 
 
@@ -203,14 +204,14 @@ def test_a_silent_server_is_cut_by_the_answer_deadline_when_it_is_shorter(
     openai: Callable[..., OpenAICompatProvider],
 ) -> None:
     # Silent after the headers: the read timeout (600 s) would wait; the 1 s deadline does not.
-    provider = openai(lambda n: sse(drip(b": hello\n", 60)), answer_timeout=1.0)
+    provider = openai(lambda n: sse(drip(b": hello\n", 60)), deadlines=Deadlines(answer=1.0))
     started = time.monotonic()
     assert limit_hit(lambda: events(provider)).limit.name == "answer_timeout"
     assert time.monotonic() - started < 5
 
 
 def test_read_timeout_is_configurable_and_named(openai: Callable[..., OpenAICompatProvider]) -> None:
-    provider = openai(lambda n: sse(drip(b": hello\n", 60)), timeout=0.5)
+    provider = openai(lambda n: sse(drip(b": hello\n", 60)), deadlines=Deadlines(read=0.5))
     started = time.monotonic()
     with pytest.raises(ProviderTimeout) as caught:
         events(provider)

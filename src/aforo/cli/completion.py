@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from aforo.cli.flags import ASK, build_parser
-from aforo.cli.parsing import SubcommandParser
+from aforo.cli.parsing import subcommand_parser
 
 SHELLS = ("bash", "zsh", "fish")
 _DIRECTORY_FLAGS = frozenset({"--workspace", "-w"})
@@ -45,9 +45,9 @@ def words_of(parser: argparse.ArgumentParser | None) -> Words:
 
 
 def completion_parser() -> argparse.ArgumentParser:
-    parser = SubcommandParser(
-        prog="aforo completion",
-        description='Print a shell completion script. bash: eval "$(aforo completion bash)" in ~/.bashrc; '
+    parser = subcommand_parser(
+        "completion",
+        'Print a shell completion script. bash: eval "$(aforo completion bash)" in ~/.bashrc; '
         'zsh: eval "$(aforo completion zsh)" in ~/.zshrc; fish: aforo completion fish > '
         "~/.config/fish/completions/aforo.fish.",
     )

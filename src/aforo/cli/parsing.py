@@ -25,6 +25,14 @@ class SubcommandParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n{hint}\n")
 
 
+def subcommand_parser(name: str, description: str, *, json_help: str = "") -> SubcommandParser:
+    """The parser of `aforo NAME`; with `json_help`, its `--json` flag (every listing has one)."""
+    parser = SubcommandParser(prog=f"aforo {name}", description=description)
+    if json_help:
+        parser.add_argument("--json", action="store_true", help=json_help)
+    return parser
+
+
 @dataclass(frozen=True)
 class Subcommand:
     """One entry of the table: its parser (help, completion) and what runs on the parsed flags."""

@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from aforo.cli.config import NOT_GIVEN, resolve_workspace
-from aforo.cli.parsing import SubcommandParser, fail, terminal_width
+from aforo.cli.parsing import fail, subcommand_parser, terminal_width
 from aforo.cli.sanitize import sanitize
 from aforo.errors import ConfigError, StoreError
 from aforo.store.checkpoints import CheckpointStore
@@ -41,16 +41,15 @@ def age(text: str) -> timedelta:
 
 
 def sessions_parser() -> argparse.ArgumentParser:
-    parser = SubcommandParser(
-        prog="aforo sessions",
-        description="Saved conversations of this workspace, newest first. `aforo sessions prune` "
-        "removes old ones.",
+    parser = subcommand_parser(
+        "sessions",
+        "Saved conversations of this workspace, newest first. `aforo sessions prune` removes old ones.",
+        json_help="the listing as JSON",
     )
     _scope_flags(parser, default=None)
     parser.add_argument(
         "--unanswered", action="store_true", help="also list the sessions that never got an answer"
     )
-    parser.add_argument("--json", action="store_true", help="the listing as JSON")
     parser.add_argument("--limit", type=int, default=20, metavar="N", help="at most N sessions (20)")
     actions = parser.add_subparsers(dest="action", metavar="{prune}")
     prune = actions.add_parser(

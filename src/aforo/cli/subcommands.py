@@ -36,7 +36,7 @@ from aforo.cli.engine_command import build_parser as engine_parser
 from aforo.cli.engine_command import engine_run
 from aforo.cli.flags import ASK
 from aforo.cli.lanes import lane_settings
-from aforo.cli.parsing import Subcommand, SubcommandParser, fail, terminal_width
+from aforo.cli.parsing import Subcommand, fail, subcommand_parser, terminal_width
 from aforo.cli.sanitize import SafeWriter, sanitize
 from aforo.cli.sessions_command import sessions_parser, sessions_run
 from aforo.cli.status import StatusWriter, stderr_status
@@ -52,7 +52,9 @@ from aforo.store.trust import TrustStore, digest
 MODELS_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
 
-def _server_flags(parser: argparse.ArgumentParser, *, model: bool) -> None:
+def _server_parser(name: str, description: str, json_help: str, *, model: bool) -> argparse.ArgumentParser:
+    """The parser of a subcommand that talks to the server a run would: the flags that choose it."""
+    parser = subcommand_parser(name, description, json_help=json_help)
     """The flags that choose the server, as a run has them; unset ones come from the config."""
     parser.add_argument(
         "--workspace",
@@ -70,40 +72,42 @@ def _server_flags(parser: argparse.ArgumentParser, *, model: bool) -> None:
             "--model", "-m", default=NOT_GIVEN, help="model name or alias (default: the config's)"
         )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
+    return parser
 
 
-def _config(args: argparse.Namespace) -> Config | None:
-    """The configuration a run with these flags would have; its warnings (an untrusted project file's
-    ignored keys) go to stderr. None: it could not be loaded, and stderr says why."""
-    flags = {k: getattr(args, k, NOT_GIVEN) for k in ("workspace", "base_url", "model", "server")}
-    try:
-        cfg = load_config(flags)
-    except (ConfigError, LimitExceeded) as exc:
-        fail(exc)
-        return None
-    for warning in cfg.warnings:
-        print(f"aforo: ! {sanitize(warning)}", file=sys.stderr)
-    return cfg
+def _configured(run: Callable[[argparse.Namespace, Config], int]) -> Callable[[argparse.Namespace], int]:
+    """`run` with the configuration a run with these flags would have; its warnings (an untrusted
+    project file's ignored keys) go to stderr. A config that cannot be loaded is exit 2, saying why."""
+
+    def with_config(args: argparse.Namespace) -> int:
+        flags = {k: getattr(args, k, NOT_GIVEN) for k in ("workspace", "base_url", "model", "server")}
+        try:
+            cfg = load_config(flags)
+        except (ConfigError, LimitExceeded) as exc:
+            fail(exc)
+            return 2
+        for warning in cfg.warnings:
+            print(f"aforo: ! {sanitize(warning)}", file=sys.stderr)
+        return run(args, cfg)
+
+    return with_config
 
 
 # --- probe -----------------------------------------------------------------------------------------
 
 
 def probe_parser() -> argparse.ArgumentParser:
-    parser = SubcommandParser(
-        prog="aforo probe",
-        description="Measure the window a server really serves, and how it overflows. Later runs use "
-        "what it found; the server and model come from the config files and conventions, as for a run.",
+    return _server_parser(
+        "probe",
+        "Measure the window a server really serves, and how it overflows. Later runs use what it found; "
+        "the server and model come from the config files and conventions, as for a run.",
+        "print {window, overflow, source} as JSON",
+        model=True,
     )
-    _server_flags(parser, model=True)
-    parser.add_argument("--json", action="store_true", help="print {window, overflow, source} as JSON")
-    return parser
 
 
-def probe_run(args: argparse.Namespace) -> int:
-    cfg = _config(args)
-    if cfg is None:
-        return 2
+@_configured
+def probe_run(args: argparse.Namespace, cfg: Config) -> int:
     # A probe takes minutes: on a terminal the status line says it is still at work between its lines.
     status = stderr_status(args.json)
     screen = StatusWriter(sys.stdout, status) if status else sys.stdout
@@ -121,22 +125,17 @@ def probe_run(args: argparse.Namespace) -> int:
 
 
 def models_parser() -> argparse.ArgumentParser:
-    parser = SubcommandParser(
-        prog="aforo models",
-        description="List the models the server offers. Each kind of server is asked its own way; the "
-        "config's aliases are shown next to the models they name.",
+    return _server_parser(
+        "models",
+        "List the models the server offers. Each kind of server is asked its own way; the config's "
+        "aliases are shown next to the models they name.",
+        "print {server, base_url, models, aliases} as JSON",
+        model=False,
     )
-    _server_flags(parser, model=False)
-    parser.add_argument(
-        "--json", action="store_true", help="print {server, base_url, models, aliases} as JSON"
-    )
-    return parser
 
 
-def models_run(args: argparse.Namespace) -> int:
-    cfg = _config(args)
-    if cfg is None:
-        return 2
+@_configured
+def models_run(args: argparse.Namespace, cfg: Config) -> int:
     # The key goes where the user pointed aforo, as for a run (config.py: never to the default URL).
     headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
     with httpx.Client(timeout=MODELS_TIMEOUT, headers=headers) as client:
@@ -180,14 +179,13 @@ def _unreachable(client: httpx.Client, url: str) -> str | None:
 
 
 def stats_parser() -> argparse.ArgumentParser:
-    parser = SubcommandParser(
-        prog="aforo stats",
-        description="What each session cost and what the governor did. Per session: its runs, tokens "
-        "in and out, the cached share, wall time and model; admissions, clearings, compactions and what "
-        "they saved.",
+    parser = subcommand_parser(
+        "stats",
+        "What each session cost and what the governor did. Per session: its runs, tokens in and out, "
+        "the cached share, wall time and model; admissions, clearings, compactions and what they saved.",
+        json_help="the summary as JSON",
     )
     parser.add_argument("--session", metavar="ID", help="only this session")
-    parser.add_argument("--json", action="store_true", help="the summary as JSON")
     parser.add_argument("--export", action="store_true", help="every record as JSON lines")
     return parser
 
@@ -210,13 +208,11 @@ def stats_run(args: argparse.Namespace) -> int:
 
 
 def trust_parser() -> argparse.ArgumentParser:
-    parser = SubcommandParser(
-        prog="aforo trust",
-        description=(
-            f"Trust a workspace's {PROJECT_FILE} to choose the server. Until you do, its "
-            f"{', '.join(ROUTING_KEYS)}, lanes with a base_url and a tokenizer outside the workspace are "
-            "ignored. Remembered by path and content: an edited file must be trusted again."
-        ),
+    parser = subcommand_parser(
+        "trust",
+        f"Trust a workspace's {PROJECT_FILE} to choose the server. Until you do, its "
+        f"{', '.join(ROUTING_KEYS)}, lanes with a base_url and a tokenizer outside the workspace are "
+        "ignored. Remembered by path and content: an edited file must be trusted again.",
     )
     parser.add_argument("workspace", nargs="?", help="the workspace (default: the current directory)")
     action = parser.add_mutually_exclusive_group()

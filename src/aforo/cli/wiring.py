@@ -35,6 +35,7 @@ from aforo.servers.kind import Connection, ServerInfo, ServerKind, kind_named
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
 from aforo.tools.registry import default_registry
+from aforo.wire.bounded import Deadlines
 from aforo.wire.http import DISCOVERY_TIMEOUT
 
 
@@ -97,7 +98,7 @@ def open_lane(
     for warning in resolution.warnings:
         emit(Warning(warning.removeprefix("! ")))
     budget = Budget(resolution.window, cfg.max_tokens, resolution.source)
-    connection = Connection(budget.window, cfg.api_key, cfg.read_timeout, cfg.answer_timeout)
+    connection = Connection(budget.window, cfg.api_key, Deadlines(cfg.read_timeout, cfg.answer_timeout))
     provider = kind.provider(server, model, connection)
     counter = make_counter(kind.counter, client, server.root_url, model, tokenizer)
     known = served is not None or remembered is not None

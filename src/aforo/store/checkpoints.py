@@ -44,6 +44,14 @@ _STRUCTURAL = frozenset(
     {"kind", "schema_version", "id", "session_id", "created_at", "reason", "window", "window_source"}
     | {"tokens_before", "counter", "lane"}
 )
+# The fields that are one string or number, in the file's order: written and checked from this one list.
+_SCALARS: tuple[tuple[str, type], ...] = (
+    *((name, str) for name in ("id", "session_id", "created_at", "reason", "model", "server")),
+    ("window", int),
+    ("window_source", str),
+    ("tokens_before", int),
+    *((name, str) for name in ("counter", "lane", "model_served", "goal", "next_action")),
+)
 _NAME = re.compile(r"(\d{8}T\d{12}Z)-([A-Za-z0-9][A-Za-z0-9._-]*)\.json")
 
 
@@ -71,26 +79,13 @@ class Checkpoint:
     def to_dict(self) -> dict[str, Any]:
         return {
             **document_header(KIND, MIGRATIONS),
-            "id": self.id,
-            "session_id": self.session_id,
-            "created_at": self.created_at,
-            "reason": self.reason,
-            "model": self.model,
-            "server": self.server,
-            "window": self.window,
-            "window_source": self.window_source,
-            "tokens_before": self.tokens_before,
-            "counter": self.counter,
-            "lane": self.lane,
-            "model_served": self.model_served,
-            "goal": self.goal,
+            **{name: getattr(self, name) for name, _ in _SCALARS},
             "constraints": {
                 "hard": list(self.constraints.get("hard", [])),
                 "soft": list(self.constraints.get("soft", [])),
             },
             "decisions": [dict(d) for d in self.decisions],
             "evidence": [dict(e) for e in self.evidence],
-            "next_action": self.next_action,
             "messages": messages_to_list(self.messages),
         }
 
@@ -99,23 +94,10 @@ class Checkpoint:
         """Build from a current-schema dict; ValueError says which field is missing or wrong."""
         constraints = _get(data, "constraints", dict)
         return Checkpoint(
-            id=_get(data, "id", str),
-            session_id=_get(data, "session_id", str),
-            created_at=_get(data, "created_at", str),
-            reason=_get(data, "reason", str),
-            model=_get(data, "model", str),
-            server=_get(data, "server", str),
-            window=_get(data, "window", int),
-            window_source=_get(data, "window_source", str),
-            tokens_before=_get(data, "tokens_before", int),
-            counter=_get(data, "counter", str),
-            lane=_get(data, "lane", str),
-            model_served=_get(data, "model_served", str),
-            goal=_get(data, "goal", str),
+            **{name: _get(data, name, kind) for name, kind in _SCALARS},
             constraints={k: _str_list(constraints, k, "constraints") for k in ("hard", "soft")},
             decisions=_records(data, "decisions", ("decision", "why")),
             evidence=_records(data, "evidence", ("source", "detail")),
-            next_action=_get(data, "next_action", str),
             messages=messages_from_list(_get(data, "messages", list)),
         )
 

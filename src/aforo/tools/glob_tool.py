@@ -39,10 +39,10 @@ class Glob:
     name = "Glob"
     batch = False
     description = "Find files by name ('*.py', 'src/**/test_*.py'), newest first, skipping .gitignored files."
+    input_schema = GLOB_SCHEMA
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
         self.max_entries = max_entries
-        self.input_schema = GLOB_SCHEMA
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern = str(args["pattern"])

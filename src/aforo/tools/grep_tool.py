@@ -69,9 +69,7 @@ class Grep:
         "Search file contents for a regex (ripgrep, skipping .gitignored files). output_mode: content "
         "(path:line:text, the default), files_with_matches or count."
     )
-
-    def __init__(self) -> None:
-        self.input_schema = GREP_SCHEMA
+    input_schema = GREP_SCHEMA
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern = str(args["pattern"])

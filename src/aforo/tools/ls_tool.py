@@ -38,10 +38,10 @@ class LS:
     name = "LS"
     batch = False
     description = "List a directory (default: the workspace root). Directories end with '/'."
+    input_schema = LS_SCHEMA
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
         self.max_entries = max_entries
-        self.input_schema = LS_SCHEMA
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         root = root_of(ctx.workspace)

@@ -72,11 +72,11 @@ class Read:
     name = "Read"
     batch = True
     description = "Read files with line numbers. For part of a long file: offset (first line) and limit."
+    input_schema = READ_SCHEMA
 
     def __init__(self, default_limit: int = DEFAULT_LIMIT, max_bytes: int = int(READ_BYTES.value)):
         self.default_limit = default_limit
         self.max_bytes = max_bytes
-        self.input_schema = READ_SCHEMA
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         root = root_of(ctx.workspace)

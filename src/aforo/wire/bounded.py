@@ -23,11 +23,35 @@ from aforo.limits import (
     ANSWER_BYTES,
     ANSWER_TIMEOUT,
     JSON_DEPTH,
+    READ_TIMEOUT,
     RESPONSE_BYTES,
     STREAM_LINE_BYTES,
     Limit,
     answer_bytes,
 )
+
+
+@dataclasses.dataclass(frozen=True)
+class Deadlines:
+    """How long a server may stay silent while it answers (`read`), take for one answer in all
+    (`answer`), and take to accept a connection: the user's settings, one value per provider."""
+
+    read: float = READ_TIMEOUT.value
+    answer: float = ANSWER_TIMEOUT.value
+    connect: float = 10
+
+    def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
+        # The server may be silent for the read timeout, but not past the answer's deadline.
+        return httpx.Client(
+            timeout=httpx.Timeout(min(self.read, self.answer), connect=self.connect), headers=headers
+        )
+
+    def budget(self, url: str, max_tokens: int) -> AnswerBudget:
+        return AnswerBudget(url, max_tokens, self.answer)
+
+
+# Frozen, so one value serves every provider built without settings of its own.
+DEFAULT_DEADLINES = Deadlines()
 
 
 class AnswerBudget:

@@ -27,7 +27,7 @@ from aforo.errors import (
 from aforo.limits import READ_TIMEOUT, RETRY_AFTER
 from aforo.wire import statuses
 from aforo.wire.body import JSON_HEADERS, encode_body
-from aforo.wire.bounded import read_body, server_json
+from aforo.wire.bounded import AnswerBudget, read_body, server_json
 from aforo.wire.overflow_dialects import map_overflow
 
 START_A_SERVER = (
@@ -82,6 +82,16 @@ def translate_transport(exc: httpx.TransportError, url: str, read_timeout: float
     if isinstance(exc, httpx.RemoteProtocolError | httpx.ReadError | httpx.WriteError):
         return ProtocolError(f"the connection to {url} broke mid-answer ({exc}) — did the server crash?")
     return ProviderError(f"could not talk to {url}: {exc}")
+
+
+def answer_failure(
+    exc: httpx.TransportError, url: str, budget: AnswerBudget, read_timeout: float
+) -> ProviderError:
+    """A transport failure while an answer streams: past the answer's deadline, that deadline is what
+    ended it (a read timeout then is only its symptom); otherwise as `translate_transport`."""
+    if isinstance(exc, httpx.TimeoutException) and budget.expired():
+        return budget.timeout_error()
+    return translate_transport(exc, url, read_timeout)
 
 
 def status_error(
