@@ -53,9 +53,9 @@ MODELS_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
 
 def _server_parser(name: str, description: str, json_help: str, *, model: bool) -> argparse.ArgumentParser:
-    """The parser of a subcommand that talks to the server a run would: the flags that choose it."""
+    """The parser of a subcommand that talks to the server a run would, with the flags that choose that
+    server as a run has them; unset ones come from the config."""
     parser = subcommand_parser(name, description, json_help=json_help)
-    """The flags that choose the server, as a run has them; unset ones come from the config."""
     parser.add_argument(
         "--workspace",
         "-w",
