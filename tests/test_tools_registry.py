@@ -12,6 +12,7 @@ import pytest
 
 from aforo.errors import ToolError
 from aforo.limits import TOOL_SECONDS
+from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import ToolRegistry, default_registry
 from aforo.tools.deadline import check
@@ -20,16 +21,17 @@ from aforo.tools.deadline import check
 class Probe:
     """A tool that records its context and can fail on demand."""
 
-    name = "Probe"
-    description = "test tool"
-    batch = False
-
-    def __init__(self) -> None:
-        self.input_schema: dict[str, Any] = {
+    spec = ToolSpec(
+        "Probe",
+        "test tool",
+        {
             "type": "object",
             "properties": {"fail": {"enum": ["tool", "bug"]}, "n": {"type": "integer"}},
             "additionalProperties": False,
-        }
+        },
+    )
+
+    def __init__(self) -> None:
         self.seen: list[ToolContext] = []
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -58,6 +60,20 @@ def test_default_registry_specs_and_names(tmp_path: Path) -> None:
         assert spec.input_schema["type"] == "object"
         assert spec.input_schema["additionalProperties"] is False
         assert spec.description
+
+
+def test_an_object_schema_keeps_one_key_order_and_leaves_out_an_empty_required() -> None:
+    # The order is what a spec serializes to, and so what its definition costs the model in tokens.
+    both = object_schema({"path": {"type": "string"}}, required=["path"])
+    assert json.dumps(both) == (
+        '{"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], '
+        '"additionalProperties": false}'
+    )
+    assert object_schema({"path": {"type": "string"}}) == {
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "additionalProperties": False,
+    }
 
 
 def test_success_passes_workspace_max_chars_cancel_and_deadline(
@@ -177,12 +193,8 @@ def test_end_to_end_read_through_the_registry(tmp_path: Path) -> None:
 class Slow:
     """A tool that works in small steps until stopped; `polite` ones look at the context between steps."""
 
-    description = "test tool"
-
     def __init__(self, name: str, *, polite: bool) -> None:
-        self.name = name
-        self.batch = False
-        self.input_schema: dict[str, Any] = {"type": "object"}
+        self.spec = ToolSpec(name, "test tool", {"type": "object"})
         self.polite = polite
         self.stopped = threading.Event()
 

@@ -102,14 +102,14 @@ RETRY_AFTER = limit(
 # A session holds a tool input (json_depth deep at most) about 5 levels down: state files get room.
 STATE_JSON_DEPTH = limit("state_json_depth", 96, "levels", "nesting of a session or checkpoint file")
 SESSION_BYTES = limit("session_bytes", 64 * MiB, "bytes", "one session file, written or read")
-STATE_FILE_BYTES = limit(
-    "state_file_bytes", 16 * MiB, "bytes", "another state file read whole (trusted workspaces, probe results)"
-)
 CHECKPOINT_BYTES = limit(
     "checkpoint_bytes",
     64 * MiB,
     "bytes",
     "one checkpoint file, written or read (the checkpoint quotas bound them together)",
+)
+STATE_FILE_BYTES = limit(
+    "state_file_bytes", 16 * MiB, "bytes", "another state file read whole (trusted workspaces, probe results)"
 )
 
 

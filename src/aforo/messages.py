@@ -8,6 +8,7 @@ This module imports nothing of ours.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -90,6 +91,17 @@ class SystemPart:
 
     text: str
     name: str = "system"
+
+
+def object_schema(properties: dict[str, Any], required: Sequence[str] = ()) -> dict[str, Any]:
+    """A JSON object of exactly these properties: every tool's arguments and every constrained step.
+    The keys keep one order (`required` left out when empty) so a spec serializes, and costs tokens,
+    the same wherever it is built."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    schema["additionalProperties"] = False
+    return schema
 
 
 @dataclass(frozen=True)

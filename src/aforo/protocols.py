@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from aforo.messages import Message, Request, StreamEvent
+from aforo.messages import Message, Request, StreamEvent, ToolSpec
 from aforo.records import CheckpointFacts, TelemetryRecord
 
 
@@ -47,10 +47,7 @@ class ToolContext:
 
 
 class Tool(Protocol):
-    name: str
-    description: str
-    input_schema: dict[str, Any]
-    batch: bool  # as a constrained step, it takes a list of its first argument (aforo.steps)
+    spec: ToolSpec  # its name, what it does, its arguments' schema, whether a step batches it
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput: ...
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aforo.messages import Message, Request, TextBlock, ToolResult, ToolSpec, ToolUse
+from aforo.messages import Message, Request, TextBlock, ToolResult, ToolSpec, ToolUse, object_schema
 
 ANSWER = "answer"
 # Calls one step may batch. Without a bound the 0.5B model once listed the same four files over and over
@@ -51,12 +51,7 @@ class StepForm:
             if self.batch
             else primary
         )
-        return {
-            "type": "object",
-            "properties": {self.key: value},
-            "required": [self.key],
-            "additionalProperties": False,
-        }
+        return object_schema({self.key: value}, required=[self.key])
 
     def calls(self, step: dict[str, Any]) -> list[Call]:
         value = step[self.key]
@@ -78,12 +73,7 @@ def forms(tools: Sequence[ToolSpec]) -> list[StepForm]:
     return out
 
 
-_ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {ANSWER: {"type": "string"}},
-    "required": [ANSWER],
-    "additionalProperties": False,
-}
+_ANSWER_SCHEMA = object_schema({ANSWER: {"type": "string"}}, required=[ANSWER])
 
 
 def schema(tools: Sequence[ToolSpec], *, answer_only: bool = False) -> dict[str, Any]:

@@ -20,7 +20,7 @@ import pytest
 
 from aforo.cli.main import main
 from aforo.events import Warning
-from aforo.messages import Message, Request, ToolResult
+from aforo.messages import Message, Request, ToolResult, ToolSpec
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.providers.fake import FakeProvider, FakeTurn
 from aforo.store import sessions as sessions_module
@@ -205,11 +205,7 @@ def test_an_impossible_usage_report_does_not_calibrate_and_is_said_once(tmp_path
 
 
 class Slow:
-    def __init__(self) -> None:
-        self.name = "Slow"
-        self.description = "Takes a minute."
-        self.batch = False
-        self.input_schema: dict[str, Any] = {"type": "object", "properties": {}}
+    spec = ToolSpec("Slow", "Takes a minute.", {"type": "object", "properties": {}})
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         time.sleep(60)  # deaf to the cancel: the registry must stop waiting for it anyway

@@ -11,6 +11,7 @@ is sanitized like the event stream (`cli.sanitize`); `--json` output is JSON wit
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shlex
 import sys
@@ -93,21 +94,25 @@ def _configured(run: Callable[[argparse.Namespace, Config], int]) -> Callable[[a
     return with_config
 
 
+def _server_command(json_help: str, *, model: bool) -> Callable[[Callable[..., int]], Subcommand]:
+    """A subcommand that talks to the server a run would, named after the function it decorates and
+    described by its docstring: `_server_parser`'s flags, then the function with their `_configured`."""
+
+    def command(run: Callable[[argparse.Namespace, Config], int]) -> Subcommand:
+        description = " ".join((run.__doc__ or "").split())
+        parser = functools.partial(_server_parser, run.__name__, description, json_help, model=model)
+        return Subcommand(parser, _configured(run))
+
+    return command
+
+
 # --- probe -----------------------------------------------------------------------------------------
 
 
-def probe_parser() -> argparse.ArgumentParser:
-    return _server_parser(
-        "probe",
-        "Measure the window a server really serves, and how it overflows. Later runs use what it found; "
-        "the server and model come from the config files and conventions, as for a run.",
-        "print {window, overflow, source} as JSON",
-        model=True,
-    )
-
-
-@_configured
-def probe_run(args: argparse.Namespace, cfg: Config) -> int:
+@_server_command("print {window, overflow, source} as JSON", model=True)
+def probe(args: argparse.Namespace, cfg: Config) -> int:
+    """Measure the window a server really serves, and how it overflows. Later runs use what it found;
+    the server and model come from the config files and conventions, as for a run."""
     # A probe takes minutes: on a terminal the status line says it is still at work between its lines.
     status = stderr_status(args.json)
     screen = StatusWriter(sys.stdout, status) if status else sys.stdout
@@ -124,18 +129,10 @@ def probe_run(args: argparse.Namespace, cfg: Config) -> int:
 # --- models ----------------------------------------------------------------------------------------
 
 
-def models_parser() -> argparse.ArgumentParser:
-    return _server_parser(
-        "models",
-        "List the models the server offers. Each kind of server is asked its own way; the config's "
-        "aliases are shown next to the models they name.",
-        "print {server, base_url, models, aliases} as JSON",
-        model=False,
-    )
-
-
-@_configured
-def models_run(args: argparse.Namespace, cfg: Config) -> int:
+@_server_command("print {server, base_url, models, aliases} as JSON", model=False)
+def models(args: argparse.Namespace, cfg: Config) -> int:
+    """List the models the server offers. Each kind of server is asked its own way; the config's
+    aliases are shown next to the models they name."""
     # The key goes where the user pointed aforo, as for a run (config.py: never to the default URL).
     headers = {"Authorization": f"Bearer {cfg.api_key}"} if cfg.api_key else {}
     with httpx.Client(timeout=MODELS_TIMEOUT, headers=headers) as client:
@@ -279,8 +276,8 @@ def _list_trusted(store: TrustStore) -> int:
 
 
 SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
-    "probe": Subcommand(probe_parser, probe_run),
-    "models": Subcommand(models_parser, models_run),
+    "probe": probe,
+    "models": models,
     "stats": Subcommand(stats_parser, stats_run),
     "sessions": Subcommand(sessions_parser, sessions_run),
     "trust": Subcommand(trust_parser, trust_run),

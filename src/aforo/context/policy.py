@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from aforo.context.budget import Budget
 
 
-@dataclass(frozen=True)
+# Keywords only: five numbers in a row, two of them fractions, are too easy to pass in the wrong order.
+@dataclass(frozen=True, kw_only=True)
 class Policy:
     max_tool_result_tokens: int = 25_000
     clear_at: float = 0.6

@@ -44,7 +44,8 @@ NETWORK_SIGNS = re.compile(
     r"NewConnectionError|Max retries exceeded|Could not fetch URL|No matching distribution|"
     r"Temporary failure in name resolution|ReadTimeoutError|ConnectionError|HTTP error \d+"
 )
-HASH_SIGNS = re.compile(r"DO NOT MATCH THE HASHES")
+# What pip prints when a download does not match its `--hash`.
+HASH_MISMATCH = "DO NOT MATCH THE HASHES"
 # cmake's progress in the build log: `[ 45%]` (make) or `[101/226]` (ninja).
 PERCENT = re.compile(rb"\[\s*(\d{1,3})%\]")
 STEPS = re.compile(rb"\[(\d+)/(\d+)\]")
@@ -253,7 +254,7 @@ class Installer:
 
     def _pip_failed(self, what: str, log: Path) -> EngineError:
         text = tail(log, 200)
-        if HASH_SIGNS.search(text):
+        if HASH_MISMATCH in text:
             return EngineError(
                 f"{what}: a download did not match its pinned sha256 and was refused; try again"
             )

@@ -159,38 +159,42 @@ def catalog_window(models: Any, model: str | None) -> tuple[int, str] | None:
 # --- readers: ask the running server ----------------------------------------------------------------
 
 
+def _served(window: int | None, detail: str) -> ServedWindow | None:
+    return ServedWindow(window, detail) if window else None
+
+
+# A reader with two sources asks the second only when the first has no window (`or`): each document
+# is fetched when it is needed, and once (Documents).
 def read_llamacpp(docs: Documents, model: str | None) -> ServedWindow | None:
-    n_ctx = llamacpp_props_window(docs.root("/props"))
-    if n_ctx:
-        return ServedWindow(n_ctx, "llama.cpp /props n_ctx")
-    n_ctx = llamacpp_models_window(docs.v1("/models"))
-    return ServedWindow(n_ctx, "llama.cpp /v1/models meta.n_ctx") if n_ctx else None
+    return _served(llamacpp_props_window(docs.root("/props")), "llama.cpp /props n_ctx") or _served(
+        llamacpp_models_window(docs.v1("/models")), "llama.cpp /v1/models meta.n_ctx"
+    )
 
 
 def read_vllm(docs: Documents, model: str | None) -> ServedWindow | None:
-    window = vllm_window(docs.v1("/models"), model)
-    return ServedWindow(window, "vllm /v1/models max_model_len") if window else None
+    return _served(vllm_window(docs.v1("/models"), model), "vllm /v1/models max_model_len")
 
 
 def read_ollama(docs: Documents, model: str | None) -> ServedWindow | None:
     # Only a loaded model has a served window; an unloaded one will load at the default num_ctx, which
     # no endpoint reports. The native adapter sets num_ctx itself, so this is informative there.
-    window = ollama_ps_window(docs.root("/api/ps"), model)
-    return ServedWindow(window, "ollama /api/ps context_length (loaded model)") if window else None
+    return _served(
+        ollama_ps_window(docs.root("/api/ps"), model), "ollama /api/ps context_length (loaded model)"
+    )
 
 
 def read_lmstudio(docs: Documents, model: str | None) -> ServedWindow | None:
-    window = lmstudio_v0_window(docs.root("/api/v0/models"), model)
-    if window:
-        return ServedWindow(window, "lmstudio /api/v0/models loaded_context_length")
-    window = lmstudio_v1_window(docs.root("/api/v1/models"), model)
-    return ServedWindow(window, "lmstudio /api/v1/models loaded context_length") if window else None
+    v0 = lmstudio_v0_window(docs.root("/api/v0/models"), model)
+    return _served(v0, "lmstudio /api/v0/models loaded_context_length") or _served(
+        lmstudio_v1_window(docs.root("/api/v1/models"), model),
+        "lmstudio /api/v1/models loaded context_length",
+    )
 
 
 def read_litellm(docs: Documents, model: str | None) -> ServedWindow | None:
-    window = litellm_window(docs.root("/model/info"), model)
     # LiteLLM's number comes from its own catalog, not from the backend it proxies: say so.
-    return ServedWindow(window, "litellm /model/info max_input_tokens (LiteLLM catalog)") if window else None
+    window = litellm_window(docs.root("/model/info"), model)
+    return _served(window, "litellm /model/info max_input_tokens (LiteLLM catalog)")
 
 
 def read_tgi(docs: Documents, model: str | None) -> ServedWindow | None:

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from aforo.errors import ToolError
+from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import ripgrep
 from aforo.tools.names import show
@@ -21,25 +22,18 @@ DEFAULT_MAX_ENTRIES = 200
 _COUNT_SLACK = 10_000
 
 
-GLOB_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern."},
-        "path": {
-            "type": "string",
-            "description": "Directory (default: workspace root).",
-        },
-    },
-    "required": ["pattern"],
-    "additionalProperties": False,
-}
-
-
 class Glob:
-    name = "Glob"
-    batch = False
-    description = "Find files by name ('*.py', 'src/**/test_*.py'), newest first, skipping .gitignored files."
-    input_schema = GLOB_SCHEMA
+    spec = ToolSpec(
+        "Glob",
+        "Find files by name ('*.py', 'src/**/test_*.py'), newest first, skipping .gitignored files.",
+        object_schema(
+            {
+                "pattern": {"type": "string", "minLength": 1, "description": "Glob pattern."},
+                "path": {"type": "string", "description": "Directory (default: workspace root)."},
+            },
+            required=["pattern"],
+        ),
+    )
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
         self.max_entries = max_entries

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aforo.errors import ToolError
+from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import ripgrep
 from aforo.tools.names import show
@@ -33,43 +34,34 @@ _LINE_NUMBER = re.compile(r"^(\d+)([:-])")
 OUTPUT_MODES = ("content", "files_with_matches", "count")
 
 
-GREP_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "pattern": {"type": "string", "minLength": 1, "description": "Regex."},
-        "path": {
-            "type": "string",
-            "description": "File or directory (default: root).",
-        },
-        "glob": {"type": "string", "description": "Only files matching this glob."},
-        "ignore_case": {"type": "boolean"},
-        "context": {
-            "type": "integer",
-            "minimum": 0,
-            "maximum": 20,
-            "description": "Lines around each match.",
-        },
-        "output_mode": {"type": "string", "enum": list(OUTPUT_MODES)},
-        "max_results": {
-            "type": "integer",
-            "minimum": 1,
-            "maximum": 2000,
-            "description": f"Default {DEFAULT_MAX_RESULTS}.",
-        },
-    },
-    "required": ["pattern"],
-    "additionalProperties": False,
-}
-
-
 class Grep:
-    name = "Grep"
-    batch = False
-    description = (
+    spec = ToolSpec(
+        "Grep",
         "Search file contents for a regex (ripgrep, skipping .gitignored files). output_mode: content "
-        "(path:line:text, the default), files_with_matches or count."
+        "(path:line:text, the default), files_with_matches or count.",
+        object_schema(
+            {
+                "pattern": {"type": "string", "minLength": 1, "description": "Regex."},
+                "path": {"type": "string", "description": "File or directory (default: root)."},
+                "glob": {"type": "string", "description": "Only files matching this glob."},
+                "ignore_case": {"type": "boolean"},
+                "context": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": 20,
+                    "description": "Lines around each match.",
+                },
+                "output_mode": {"type": "string", "enum": list(OUTPUT_MODES)},
+                "max_results": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": 2000,
+                    "description": f"Default {DEFAULT_MAX_RESULTS}.",
+                },
+            },
+            required=["pattern"],
+        ),
     )
-    input_schema = GREP_SCHEMA
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         pattern = str(args["pattern"])

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aforo.errors import ToolError
+from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools.deadline import check
 from aforo.tools.names import show
@@ -22,23 +23,13 @@ DEFAULT_MAX_ENTRIES = 500
 # Entries read between two looks at the deadline and the cancel event.
 _CHECK_EVERY = 256
 
-LS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {
-            "type": "string",
-            "description": "Directory (default: workspace root).",
-        },
-    },
-    "additionalProperties": False,
-}
-
 
 class LS:
-    name = "LS"
-    batch = False
-    description = "List a directory (default: the workspace root). Directories end with '/'."
-    input_schema = LS_SCHEMA
+    spec = ToolSpec(
+        "LS",
+        "List a directory (default: the workspace root). Directories end with '/'.",
+        object_schema({"path": {"type": "string", "description": "Directory (default: workspace root)."}}),
+    )
 
     def __init__(self, max_entries: int = DEFAULT_MAX_ENTRIES):
         self.max_entries = max_entries

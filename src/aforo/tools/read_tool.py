@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 from aforo.errors import LimitExceeded, ToolError
 from aforo.limits import READ_BYTES
+from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import ripgrep
 from aforo.tools.deadline import check
@@ -42,37 +43,27 @@ _MAX_LINE_BYTES = MAX_LINE_CHARS * 4  # enough bytes for MAX_LINE_CHARS characte
 _SNIFF_BYTES = 8192
 _CHUNK = 1 << 20
 
-READ_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "file_path": {
-            "type": "string",
-            "minLength": 1,
-            "description": "Path relative to the workspace.",
-        },
-        "offset": {
-            "type": "integer",
-            # 0 is taken as the first line too: small models count from 0 (Qwen2.5-Coder 0.5B sent
-            # offset 0 for the start of a file, and an error there left it asking again).
-            "minimum": 0,
-            "description": "First line (1-based).",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "Number of lines.",
-        },
-    },
-    "required": ["file_path"],
-    "additionalProperties": False,
-}
-
 
 class Read:
-    name = "Read"
-    batch = True
-    description = "Read files with line numbers. For part of a long file: offset (first line) and limit."
-    input_schema = READ_SCHEMA
+    spec = ToolSpec(
+        "Read",
+        "Read files with line numbers. For part of a long file: offset (first line) and limit.",
+        object_schema(
+            {
+                "file_path": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Path relative to the workspace.",
+                },
+                # 0 is taken as the first line too: small models count from 0 (Qwen2.5-Coder 0.5B sent
+                # offset 0 for the start of a file, and an error there left it asking again).
+                "offset": {"type": "integer", "minimum": 0, "description": "First line (1-based)."},
+                "limit": {"type": "integer", "minimum": 1, "description": "Number of lines."},
+            },
+            required=["file_path"],
+        ),
+        batch=True,
+    )
 
     def __init__(self, default_limit: int = DEFAULT_LIMIT, max_bytes: int = int(READ_BYTES.value)):
         self.default_limit = default_limit

@@ -48,15 +48,16 @@ class ToolRegistry:
         self._tools: dict[str, Tool] = {}
         self._validators: dict[str, Draft202012Validator] = {}
         for tool in tools:
-            if tool.name in self._tools:
-                raise ValueError(f"two tools are named {tool.name!r}")
-            Draft202012Validator.check_schema(tool.input_schema)
-            self._tools[tool.name] = tool
-            self._validators[tool.name] = Draft202012Validator(tool.input_schema)
+            spec = tool.spec
+            if spec.name in self._tools:
+                raise ValueError(f"two tools are named {spec.name!r}")
+            Draft202012Validator.check_schema(spec.input_schema)
+            self._tools[spec.name] = tool
+            self._validators[spec.name] = Draft202012Validator(spec.input_schema)
 
     @property
     def specs(self) -> tuple[ToolSpec, ...]:
-        return tuple(ToolSpec(t.name, t.description, t.input_schema, t.batch) for t in self._tools.values())
+        return tuple(t.spec for t in self._tools.values())
 
     def specs_for(self, window: int) -> tuple[ToolSpec, ...]:
         """The definitions sent to a model with `window` tokens: in a small window, each tool's first
@@ -108,12 +109,12 @@ class ToolRegistry:
         try:
             return tool.run(args, ctx)
         except Interrupted as exc:
-            return self._stopped(tool.name, exc)
+            return self._stopped(tool.spec.name, exc)
         except (ToolError, LimitExceeded) as exc:
-            return ToolOutput(f"{tool.name}: {exc}", is_error=True)
+            return ToolOutput(f"{tool.spec.name}: {exc}", is_error=True)
         except Exception as exc:  # a bug in a tool must not end the run; the model can try another way
             problem = f"{type(exc).__name__}: {exc}"
-            return ToolOutput(f"internal error in tool {tool.name}: {problem}", is_error=True)
+            return ToolOutput(f"internal error in tool {tool.spec.name}: {problem}", is_error=True)
 
     def _stopped(self, name: str, stop: Interrupted) -> ToolOutput:
         if stop.cancelled:
@@ -124,10 +125,11 @@ class ToolRegistry:
         return ToolOutput(f"{name}: {exc} {advice}", is_error=True)
 
     def _invalid(self, tool: Tool, args: dict[str, Any]) -> str | None:
-        error = best_match(self._validators[tool.name].iter_errors(args))
+        spec = tool.spec
+        error = best_match(self._validators[spec.name].iter_errors(args))
         if error is None:
             return None
-        return f"Invalid arguments for {tool.name}: {_describe(error)}. Expected: {signature(tool)}."
+        return f"Invalid arguments for {spec.name}: {_describe(error)}. Expected: {signature(spec)}."
 
 
 def _valid_utf8(output: ToolOutput) -> ToolOutput:
@@ -167,7 +169,7 @@ def _describe(error: ValidationError) -> str:
     return f"field {field!r}: {error.message}" if field else error.message
 
 
-def signature(tool: Tool) -> str:
+def signature(tool: ToolSpec) -> str:
     """A one-line summary of a tool's parameters, e.g. `Read(file_path: string, offset?: integer)`."""
     schema = tool.input_schema
     required = set(schema.get("required", ()))
