@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from aforo.context.budget import Budget
 from aforo.context.compaction import (
+    ACK,
     SHORTER,
     CompactionError,
     Piece,
@@ -304,3 +305,56 @@ def test_evidence_list_keeps_its_newest_sources_within_its_budget() -> None:
 
     unbounded = assemble(ledger, "Goal: x.", "cp-1", [], mid_run=False)[0].text
     assert unbounded.count("<evidence>") == 200 and "left out" not in unbounded
+
+
+def _run(i: int, request: str) -> list[Message]:
+    """One request answered in full: the request, one Read and its result, the answer."""
+    return [Message.user(request), *_exchange(i, 1), Message.assistant(f"answer {i}")]
+
+
+def _size(m: Message) -> int:
+    return len(m.text) + sum(len(r.content) for r in m.tool_results)
+
+
+def test_the_tail_keeps_the_newest_answered_request_as_a_worked_example_mid_run() -> None:
+    messages = [
+        *_run(0, "quote day 1"),
+        *_run(1, "quote day 2"),
+        Message.user("quote day 3"),
+        *_exchange(2, 1),
+    ]
+    tail = keep_tail(messages, 10**6, _size)
+    assert tail == messages[4:]  # from "quote day 2" to the results of day 3's Read
+    # Too little room for the example: the last exchange alone, then nothing.
+    exchange = sum(_size(m) for m in messages[-2:])
+    assert keep_tail(messages, exchange, _size) == messages[-2:]
+    assert keep_tail(messages, exchange - 1, _size) == []
+    out = assemble(build_ledger(messages), "Goal: x.", "cp", tail, mid_run=True)
+    assert [m.role for m in out] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
+    assert out[1].text == ACK  # alternation before a tail that starts with a request
+    assert out[-1].tool_results and out[-2].tool_uses
+
+
+def test_between_runs_the_tail_is_the_last_request_and_its_answer() -> None:
+    messages = [*_run(0, "quote day 1"), *_run(1, "quote day 2")]
+    tail = keep_tail(messages, 10**6, _size)
+    assert tail == messages[4:]
+    out = assemble(build_ledger(messages), "Goal: x.", "cp", tail, mid_run=False)
+    assert [m.role for m in out] == ["user", "assistant", "user", "assistant", "user", "assistant"]
+    assert out[-1].text == "answer 1"
+
+
+def test_a_first_request_is_never_kept_as_the_tail_of_itself() -> None:
+    # Everything from the only request on is the whole conversation: nothing would be summarized.
+    messages = [*_run(0, "quote day 1")]
+    assert keep_tail(messages, 10**6, _size) == []

@@ -287,3 +287,32 @@ def test_checkpoints_keep_the_decisions_and_next_action_of_the_last_summary(tmp_
     # What reader_model's summary said, taken from the compacted conversation the checkpoint holds.
     assert facts.decisions == (Decision("read files one by one", "the window is small."),)
     assert facts.next_action == "read the remaining files."
+
+
+@pytest.mark.parametrize(
+    "said", ["[Summary of the conversation]", "Understood. I will continue the task from this summary.\n```"]
+)
+def test_a_summary_that_says_nothing_is_left_out_and_the_compaction_still_applies(
+    tmp_path: Path, said: str
+) -> None:
+    # What Qwen2.5-Coder 0.5B wrote as its summaries in the long-session task (make bench-real).
+    provider = FakeProvider(_history_then(FakeTurn(said), tmp_path))
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096)
+    agent.run(PROMPT)
+    assert "compacted" in [e.action for e in rec.of("context")]
+    head = next(m for m in agent.messages if m.text.startswith("[Conversation compacted"))
+    assert said.split()[0] not in head.text
+    assert "## Summary of the work so far" not in head.text
+    assert PROMPT in head.text  # the request is still there, verbatim
+    causes = [r.cause or "" for r in journal.events("compaction")]
+    assert any("summary said nothing and was left out" in c for c in causes), causes
+
+
+def test_a_summary_with_something_to_say_is_kept(tmp_path: Path) -> None:
+    summary = "Goal: read the files. Evidence: f00.txt holds the key."
+    provider = FakeProvider(_history_then(FakeTurn(summary), tmp_path))
+    agent, rec, _ = make_agent(tmp_path, provider, window=4096)
+    agent.run(PROMPT)
+    assert "compacted" in [e.action for e in rec.of("context")]
+    head = next(m for m in agent.messages if m.text.startswith("[Conversation compacted"))
+    assert f"## Summary of the work so far\n{summary}" in head.text
