@@ -329,6 +329,7 @@ def test_the_tail_keeps_the_newest_answered_request_as_a_worked_example_mid_run(
     exchange = sum(_size(m) for m in messages[-2:])
     assert keep_tail(messages, exchange, _size) == messages[-2:]
     assert keep_tail(messages, exchange - 1, _size) == []
+    assert keep_tail(messages, 10**6, _size, example=False) == messages[-2:]
     out = assemble(build_ledger(messages), "Goal: x.", "cp", tail, mid_run=True)
     assert [m.role for m in out] == [
         "user",

@@ -316,3 +316,16 @@ def test_a_summary_with_something_to_say_is_kept(tmp_path: Path) -> None:
     assert "compacted" in [e.action for e in rec.of("context")]
     head = next(m for m in agent.messages if m.text.startswith("[Conversation compacted"))
     assert f"## Summary of the work so far\n{summary}" in head.text
+
+
+def test_a_compaction_the_user_asks_for_keeps_no_worked_example(tmp_path: Path) -> None:
+    """`/compact` is asked for room: the conversation becomes the summary, not the summary and the last
+    request answered (which an automatic compaction keeps when it fits)."""
+    summary = "Goal: two questions answered. Evidence: both were greetings."
+    provider = FakeProvider([FakeTurn("Hello. " * 200), FakeTurn("Hi again. " * 200), FakeTurn(summary)])
+    agent, _, _ = make_agent(tmp_path, provider, window=8192, max_tokens=1024)
+    assert agent.run("hi").reason == "end_turn"
+    assert agent.run("hi again").reason == "end_turn"
+    agent.governor.compact_now(agent.request(), provider)
+    assert [m.role for m in agent.messages] == ["user", "assistant"]
+    assert "hi again" in agent.messages[0].text  # the requests, verbatim in the compacted message

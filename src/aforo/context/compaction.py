@@ -200,13 +200,13 @@ def fit_summary_request(
 
 
 def keep_tail(
-    messages: list[Message], budget_tokens: int, estimate: Callable[[Message], int]
+    messages: list[Message], budget_tokens: int, estimate: Callable[[Message], int], *, example: bool = True
 ) -> list[Message]:
     """What stays verbatim after the summary, the first of these that fits `budget_tokens`:
 
-    - from the newest request the model has answered to the end: that request, its calls, their
-      results and the answer — the model's own worked example of the task — then the request at work,
-      if any, and what has been done for it so far;
+    - with `example`, from the newest request the model has answered to the end: that request, its
+      calls, their results and the answer — the model's own worked example of the task — then the
+      request at work, if any, and what has been done for it so far;
     - mid-run, the last exchange (assistant tool calls + their results), to resume;
     - nothing.
 
@@ -222,7 +222,7 @@ def keep_tail(
     back = 2 if messages and messages[-1].role == "user" else 1
     starts = [i for i, m in enumerate(messages) if _is_request(m)]
     answered = starts[-back] if len(starts) >= back else 0
-    candidates = [messages[answered:]] if answered > 0 else []
+    candidates = [messages[answered:]] if example and answered > 0 else []
     if len(messages) >= 2 and messages[-1].tool_results and messages[-2].tool_uses:
         candidates.append(messages[-2:])
     for tail in candidates:
@@ -354,16 +354,23 @@ def _summarize(room: Room, summary_req: Request, summary_tokens: int, checkpoint
     ledger = build_ledger(messages)
     summary = reply.text if says_something(reply.text) else ""
     missing = ledger.missing_from(summary)
-    tail = keep_tail(messages, int(TAIL_SHARE * available), room.estimate)
-    compacted = assemble(
-        ledger,
-        summary,
-        checkpoint,
-        tail,
-        mid_run=messages[-1].role == "user",
-        evidence_tokens=int(EVIDENCE_SHARE * available),
-    )
-    after = room.count(room.request.with_messages(compacted))
+    budget = int(TAIL_SHARE * available)
+    # A forced compaction (/compact, the recovery from a refusal) is asked for room: no worked example.
+    # An automatic one whose example leaves it too large or saving nothing is tried once without.
+    tails = [] if room.force else [keep_tail(messages, budget, room.estimate)]
+    tails.append(keep_tail(messages, budget, room.estimate, example=False))
+    for tail in tails:
+        compacted = assemble(
+            ledger,
+            summary,
+            checkpoint,
+            tail,
+            mid_run=messages[-1].role == "user",
+            evidence_tokens=int(EVIDENCE_SHARE * available),
+        )
+        after = room.count(room.request.with_messages(compacted))
+        if after.tokens < min(before, available + 1):
+            break
     if after.tokens > available:
         raise CompactionError(
             f"the compacted conversation would need {after.tokens} tokens, more than the {available} "
