@@ -94,7 +94,9 @@ def _configured(run: Callable[[argparse.Namespace, Config], int]) -> Callable[[a
     return with_config
 
 
-def _server_command(json_help: str, *, model: bool) -> Callable[[Callable[..., int]], Subcommand]:
+def _server_command(
+    json_help: str, *, model: bool
+) -> Callable[[Callable[[argparse.Namespace, Config], int]], Subcommand]:
     """A subcommand that talks to the server a run would, named after the function it decorates and
     described by its docstring: `_server_parser`'s flags, then the function with their `_configured`."""
 

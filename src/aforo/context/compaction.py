@@ -318,7 +318,8 @@ def compact(room: Room) -> Plan | None:
     return partial(_summarize, room, summary_req, summary_tokens)
 
 
-def says_something(summary: str) -> bool:
+def _says_something(summary: str) -> bool:
+    """At least SUMMARY_MIN_WORDS words once aforo's own lines are taken out."""
     for own in (ACK, COMPACTED_HEADER, SUMMARY_HEADER, EVIDENCE_HEADER, CONTINUE):
         summary = summary.replace(own, " ")
     return len(re.findall(r"\w+", summary)) >= SUMMARY_MIN_WORDS
@@ -352,13 +353,16 @@ def _summarize(room: Room, summary_req: Request, summary_tokens: int, checkpoint
         raise CompactionError("the model returned an empty summary; the conversation was left as it was")
     lane.calibrate(sent)
     ledger = build_ledger(messages)
-    summary = reply.text if says_something(reply.text) else ""
+    summary = reply.text if _says_something(reply.text) else ""
     missing = ledger.missing_from(summary)
     budget = int(TAIL_SHARE * available)
     # A forced compaction (/compact, the recovery from a refusal) is asked for room: no worked example.
     # An automatic one whose example leaves it too large or saving nothing is tried once without.
-    tails = [] if room.force else [keep_tail(messages, budget, room.estimate)]
-    tails.append(keep_tail(messages, budget, room.estimate, example=False))
+    tails = [keep_tail(messages, budget, room.estimate, example=False)]
+    if not room.force:
+        with_example = keep_tail(messages, budget, room.estimate)
+        if with_example != tails[0]:
+            tails.insert(0, with_example)
     for tail in tails:
         compacted = assemble(
             ledger,
@@ -369,7 +373,7 @@ def _summarize(room: Room, summary_req: Request, summary_tokens: int, checkpoint
             evidence_tokens=int(EVIDENCE_SHARE * available),
         )
         after = room.count(room.request.with_messages(compacted))
-        if after.tokens < min(before, available + 1):
+        if after.tokens <= available and after.tokens < before:
             break
     if after.tokens > available:
         raise CompactionError(
@@ -384,13 +388,13 @@ def _summarize(room: Room, summary_req: Request, summary_tokens: int, checkpoint
             "replaces (the summary and what is kept verbatim outweigh what was summarized), so it was not "
             "applied; the conversation was left as it was"
         )
-    said = "the model's summary said nothing and was left out; " if not summary else ""
+    causes = [] if summary else ["the model's summary said nothing and was left out"]
+    if missing:
+        causes.append(f"re-attached verbatim {len(missing)} ledger items the summary missed")
     return Outcome(
         tuple(compacted),
         after,
-        cause=f"{said}re-attached verbatim {len(missing)} ledger items the summary missed"
-        if missing
-        else None,
+        cause="; ".join(causes) or None,
         summary_tokens=summary_tokens,
         lane=lane.lane,
         served=reply.end.model,
