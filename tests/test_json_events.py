@@ -178,6 +178,19 @@ def test_every_event_validates_and_the_run_ends_with_its_result(runs: dict[str, 
     assert end["ok"] and end["lines"] == 1 and end["bytes"] >= len("print('hi')") and end["tokens"] > 0
 
 
+def test_the_run_end_and_the_result_are_flat_in_the_documented_order(runs: dict[str, CliRun]) -> None:
+    events = runs["llama.cpp"].events()
+    run_end, result = events[-2:]
+    # docs/json-events.md shows these lines as printed: scripts and readers see the same keys in one order.
+    assert list(run_end) == ["v", "type", "reason", "turns", "tool_calls", "input_tokens", "output_tokens",
+                             "error"]  # fmt: skip
+    assert list(result) == ["v", "type", "ending", "exit_code", "answer", "turns", "tool_calls",
+                            "input_tokens", "output_tokens", "duration_ms", "error", "session"]  # fmt: skip
+    assert {k: result[k] for k in ("turns", "tool_calls", "input_tokens", "output_tokens", "error")} == {
+        k: run_end[k] for k in ("turns", "tool_calls", "input_tokens", "output_tokens", "error")
+    }
+
+
 def test_the_events_come_in_the_same_order_on_every_server(runs: dict[str, CliRun]) -> None:
     shapes = {kind: shape(run.events()) for kind, run in runs.items()}
     expected = ["info", "info", "text_delta", "text_call", "turn_end", "tool_start", "tool_end", "text_delta",

@@ -197,7 +197,7 @@ def test_compact_model_on_ollama_asks_the_same_server_for_the_small_model(tmp_pa
     (action,) = rec.of("context")
     assert (action.action, action.lane, action.model) == ("compacted", "compact", small)
     assert MARKER in governor.conversation.messages[0].text
-    assert [(r.lane, r.model_served) for r in journal.events("compaction")] == [("compact", small)]
+    assert [(r.stamp.lane, r.stamp.served) for r in journal.events("compaction")] == [("compact", small)]
     # The start-up lines say where summaries go.
     out = io.StringIO()
     HumanRenderer(out=out)(next(e for e in rec.events if isinstance(e, Info)))

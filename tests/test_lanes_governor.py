@@ -79,8 +79,10 @@ def test_summaries_go_to_the_compaction_lane_and_fit_its_window(tmp_path: Path) 
     assert compacted and {(e.lane, e.model) for e in compacted} == {("fast", "fast-model")}
     # Every record says which lane and which model served; both models show up.
     records = journal.events("compaction")
-    assert {(r.lane, r.model_served) for r in records} == {("fast", "fast-model")}
-    assert {(r.lane, r.model_served) for r in journal.events("admission")[1:]} == {("standard", "main-model")}
+    assert {(r.stamp.lane, r.stamp.served) for r in records} == {("fast", "fast-model")}
+    assert {(r.stamp.lane, r.stamp.served) for r in journal.events("admission")[1:]} == {
+        ("standard", "main-model")
+    }
     assert {e.model for e in rec.of("turn_end")} == {"main-model"}
     assert {e.lane for e in rec.of("turn_end")} == {"standard"}
     # The lane learnt its own calibration from the summaries; the conversation's is its own.
@@ -133,7 +135,7 @@ def test_a_switched_model_is_a_warning_naming_both(tmp_path: Path) -> None:
     warnings = [e.message for e in rec.of("warning")]
     assert any("'impostor'" in w and "'main-model'" in w and "'standard'" in w for w in warnings), warnings
     (first, *_rest) = journal.events("model_mismatch")
-    assert (first.lane, first.model_served) == ("standard", "impostor") and "main-model" in (
+    assert (first.stamp.lane, first.stamp.served) == ("standard", "impostor") and "main-model" in (
         first.cause or ""
     )
     assert not journal.events("model_restored")

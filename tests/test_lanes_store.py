@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from aforo.messages import Message
-from aforo.records import CheckpointFacts, TelemetryRecord, Where
+from aforo.records import CheckpointFacts, Stamp, TelemetryRecord, Where
 from aforo.store.checkpoints import CheckpointStore, load_checkpoint
 from aforo.store.journal import StoreJournal
 from aforo.store.telemetry import Telemetry, connect, format_summary, migrate
@@ -64,28 +64,22 @@ def test_stats_shows_each_lane_with_its_models_and_the_model_checks(tmp_path: Pa
     with Telemetry(tmp_path / "t.db") as t:
         journal = StoreJournal(lambda: "s1", CheckpointStore(tmp_path / "cp"), t, lambda e: None)
         for record in (
-            TelemetryRecord("admission", WHERE, lane="standard", model_served="qwen-7b"),
+            TelemetryRecord("admission", Stamp(WHERE, "standard", "qwen-7b")),
             TelemetryRecord(
                 "compaction",
-                WHERE,
+                Stamp(WHERE, "fast", "qwen-0.5b"),
                 tokens_before=9000,
                 tokens_after=2000,
-                lane="fast",
-                model_served="qwen-0.5b",
             ),
-            TelemetryRecord("model_restored", WHERE, lane="standard", model_served="qwen-7b"),
-            TelemetryRecord("admission", WHERE, lane="standard", model_served="qwen-7b"),
+            TelemetryRecord("model_restored", Stamp(WHERE, "standard", "qwen-7b")),
+            TelemetryRecord("admission", Stamp(WHERE, "standard", "qwen-7b")),
             TelemetryRecord(
                 "compaction",
-                WHERE,
+                Stamp(WHERE, "fast", "qwen-0.5b"),
                 tokens_before=9000,
                 tokens_after=2000,
-                lane="fast",
-                model_served="qwen-0.5b",
             ),
-            TelemetryRecord(
-                "model_mismatch", WHERE, cause="expected 'qwen-7b'", lane="standard", model_served="llama3"
-            ),
+            TelemetryRecord("model_mismatch", Stamp(WHERE, "standard", "llama3"), cause="expected 'qwen-7b'"),
         ):
             journal.record(record)
         summary = t.summary()

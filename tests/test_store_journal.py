@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from aforo.events import Event
-from aforo.messages import Message
-from aforo.records import CheckpointFacts, Decision, Evidence, TelemetryRecord, Where
+from aforo.messages import Message, Usage
+from aforo.records import CheckpointFacts, Decision, Evidence, Stamp, TelemetryRecord, Where
 from aforo.store.checkpoints import CheckpointStore
 from aforo.store.journal import StoreJournal
 from aforo.store.telemetry import Telemetry
@@ -30,16 +30,27 @@ def journal(tmp_path: Path, session: list[str]) -> tuple[StoreJournal, Telemetry
 
 def test_every_field_of_a_record_reaches_its_column(tmp_path: Path) -> None:
     store, telemetry, events = journal(tmp_path, ["s1"])
-    values = {
-        f.name: n for n, f in enumerate(fields(TelemetryRecord), start=11) if f.name not in ("event", "where")
-    }
-    values |= {"duration_ms": 1.5, "cause": "why", "checkpoint": "cp-1", "lane": "fast", "model_served": "q"}
-    store.record(TelemetryRecord("compaction", WHERE, **values))
+    skip = ("event", "stamp", "usage")
+    values = {f.name: n for n, f in enumerate(fields(TelemetryRecord), start=11) if f.name not in skip}
+    values |= {"duration_ms": 1.5, "cause": "why", "checkpoint": "cp-1"}
+    usage = Usage(input_tokens=700, cache_read_tokens=300, cache_write_tokens=20, output_tokens=40)
+    store.record(TelemetryRecord("compaction", Stamp(WHERE, "fast", "q"), usage=usage, **values))
     (row,) = telemetry.rows()
     assert row["session"] == "s1" and row["event"] == "compaction"
     assert {k: row[k] for k in values} == values
     assert {k: row[k] for k in ("model", "server", "window", "window_source", "counter")} == asdict(WHERE)
+    assert (row["lane"], row["model_served"]) == ("fast", "q")
+    # What the server read, cached tokens included; the answer's tokens; the cached ones.
+    assert (row["input_tokens"], row["output_tokens"], row["cached_tokens"]) == (1020, 40, 300)
     assert events == []
+
+
+def test_an_unknown_lane_and_model_and_no_usage_are_null(tmp_path: Path) -> None:
+    store, telemetry, _ = journal(tmp_path, ["s1"])
+    store.record(TelemetryRecord("admission", Stamp(WHERE, "")))
+    (row,) = telemetry.rows()
+    nulls = ("lane", "model_served", "input_tokens", "output_tokens", "cached_tokens")
+    assert {k: row[k] for k in nulls} == dict.fromkeys(nulls)
 
 
 def test_a_field_the_store_has_no_column_for_is_an_error(tmp_path: Path) -> None:
@@ -49,7 +60,7 @@ def test_a_field_the_store_has_no_column_for_is_an_error(tmp_path: Path) -> None
 
     store, telemetry, _ = journal(tmp_path, ["s1"])
     with pytest.raises(TypeError, match="mood"):
-        store.record(Richer("admission", WHERE))
+        store.record(Richer("admission", Stamp(WHERE, "")))
     assert telemetry.rows() == []
 
 

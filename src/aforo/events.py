@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal, dataclass_transform
 
 from aforo.messages import Usage
 
@@ -22,36 +22,42 @@ from aforo.messages import Usage
 # an event type added does not (readers ignore what they do not know).
 SCHEMA_VERSION = 1
 
+
+@dataclass_transform(frozen_default=True)
+class Tagged:
+    """An event: a frozen dataclass whose `type`, its JSON `type`, is the tag it is declared with."""
+
+    type: ClassVar[str]
+
+    def __init_subclass__(cls, *, tag: str, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.type = tag
+        dataclass(frozen=True)(cls)
+
+
 RunReason = Literal[
     "end_turn", "max_turns", "no_progress", "context_overflow", "max_tokens", "refusal", "aborted", "error"
 ]
 
 
-@dataclass(frozen=True)
-class TextDelta:
+class TextDelta(Tagged, tag="text_delta"):
     text: str
-    type: Literal["text_delta"] = "text_delta"
 
 
-@dataclass(frozen=True)
-class TextCall:
+class TextCall(Tagged, tag="text_call"):
     """Tool calls the model wrote as text: `text` is what it wrote, never shown as part of the answer."""
 
     text: str
     calls: tuple[dict[str, Any], ...]  # {"name", "input"} each, in order
-    type: Literal["text_call"] = "text_call"
 
 
-@dataclass(frozen=True)
-class ToolStart:
+class ToolStart(Tagged, tag="tool_start"):
     id: str
     name: str
     input: dict[str, Any]
-    type: Literal["tool_start"] = "tool_start"
 
 
-@dataclass(frozen=True)
-class ToolEnd:
+class ToolEnd(Tagged, tag="tool_end"):
     """A call finished. The sizes are those of the result the model gets (after the cap); `tokens` is
     estimated with the session's calibrated characters-per-token ratio."""
 
@@ -64,11 +70,9 @@ class ToolEnd:
     bytes: int = 0
     lines: int = 0
     tokens: int = 0
-    type: Literal["tool_end"] = "tool_end"
 
 
-@dataclass(frozen=True)
-class ContextAction:
+class ContextAction(Tagged, tag="context"):
     """The governor changed the conversation. `before`/`after` are context tokens."""
 
     action: Literal["cleared", "compacted", "restored", "reset"]
@@ -78,17 +82,13 @@ class ContextAction:
     checkpoint: str | None = None
     lane: str = ""  # the lane that did the work: for a compaction, the one that wrote the summary
     model: str = ""  # the model that lane's server said served it ("" when it did not say)
-    type: Literal["context"] = "context"
 
 
-@dataclass(frozen=True)
-class Warning:
+class Warning(Tagged, tag="warning"):
     message: str
-    type: Literal["warning"] = "warning"
 
 
-@dataclass(frozen=True)
-class TurnEnd:
+class TurnEnd(Tagged, tag="turn_end"):
     """One model call finished. `context` is the context tokens of the request, by `counter`.
 
     `truncated`: the server answered without part of the prompt, and the text of this turn is discarded.
@@ -104,11 +104,9 @@ class TurnEnd:
     context_shift: bool = False
     lane: str = ""
     model: str = ""  # the model the server said served this answer ("" when it did not say)
-    type: Literal["turn_end"] = "turn_end"
 
 
-@dataclass(frozen=True)
-class ModelCheck:
+class ModelCheck(Tagged, tag="model_check"):
     """The first answer on the conversation's lane after a summary on another lane: is the model that
     served it the one the conversation runs on? (SPEC §9). `served` is "" when the server did not say."""
 
@@ -116,7 +114,6 @@ class ModelCheck:
     expected: str
     served: str
     restored: bool
-    type: Literal["model_check"] = "model_check"
 
 
 @dataclass(frozen=True)
@@ -130,43 +127,31 @@ class RunResult:
     answer: str = ""  # the text of the run's last answer, without calls written as text; "" if none
 
 
-@dataclass(frozen=True)
-class RunEnd:
+class RunEnd(Tagged, tag="run_end"):
     result: RunResult
-    type: Literal["run_end"] = "run_end"
 
     @property
     def reason(self) -> RunReason:
         return self.result.reason
 
 
-@dataclass(frozen=True)
-class Result:
-    """The last event of a `--json` run: what a script needs without reading the others."""
+class Result(Tagged, tag="result"):
+    """The last event of a `--json` run: what a script needs without reading the others. `run` is how
+    the run ended (its `reason` is the JSON `ending`); a run that could not start is an error run."""
 
-    ending: RunReason
+    run: RunResult
     exit_code: int
-    answer: str = ""
-    turns: int = 0
-    tool_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
     duration_ms: float = 0.0
-    error: str | None = None
     session: str | None = None
-    type: Literal["result"] = "result"
 
 
-@dataclass(frozen=True)
-class Info:
+class Info(Tagged, tag="info"):
     """Start-up facts for the renderer (workspace, model, window and its source...)."""
 
     fields: dict[str, Any] = field(default_factory=dict)
-    type: Literal["info"] = "info"
 
 
-@dataclass(frozen=True)
-class Progress:
+class Progress(Tagged, tag="progress"):
     """What aforo is waiting for, for the status line: `phase` is connecting, prompt, generating, probing,
     or what the governor is doing (clearing, compacting...); idle ends it. `done`/`total`/`cached`: the
     server's own progress through the prompt, in tokens (0 when it sends none); `tokens`: pieces of the
@@ -178,7 +163,6 @@ class Progress:
     total: int = 0
     cached: int = 0
     tokens: int = 0
-    type: Literal["progress"] = "progress"
 
 
 Event = (
@@ -202,13 +186,25 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     data = asdict(event)
     # Flatten so scripts read `reason`, `window`... at the top level, like every other field.
     if isinstance(event, RunEnd):
-        data = {"type": "run_end", **data["result"]}
+        data = dict(data["result"])
         del data["answer"]  # the answer is the `result` event's
+    elif isinstance(event, Result):
+        # Flat, in the contract's order (docs/json-events.md): the ending, the answer and the run's counts.
+        run, counts = data["run"], ("turns", "tool_calls", "input_tokens", "output_tokens")
+        data = {
+            "ending": run["reason"],
+            "exit_code": data["exit_code"],
+            "answer": run["answer"],
+            **{key: run[key] for key in counts},
+            "duration_ms": data["duration_ms"],
+            "error": run["error"],
+            "session": data["session"],
+        }
     elif isinstance(event, Info):
-        data = {"type": "info", **data["fields"]}
+        data = dict(data["fields"])
     elif isinstance(event, TextCall):
         data["calls"] = list(data["calls"])
-    return {"v": SCHEMA_VERSION, "type": data.pop("type"), **data}
+    return {"v": SCHEMA_VERSION, "type": event.type, **data}
 
 
 def event_to_json(event: Event) -> str:

@@ -1,13 +1,15 @@
 """What the governor leaves on record: the facts of a checkpoint and one telemetry row, as typed values.
 
 They cross the `Journal` seam (aforo.protocols), so they sit low in the layering and import nothing of
-ours: the context layer fills them, the store maps them onto files and SQLite columns.
+ours but the canonical types: the context layer fills them, the store maps them onto files and SQLite columns.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import NamedTuple
+
+from aforo.messages import Usage
 
 
 @dataclass(frozen=True)
@@ -49,10 +51,12 @@ class CheckpointFacts:
 
 @dataclass(frozen=True)
 class TelemetryRecord:
-    """One telemetry row. `event` is one of the store's event names ("admission", "compaction"...)."""
+    """One telemetry row. `event` is one of the store's event names ("admission", "compaction"...);
+    `stamp` says where it was made and which lane's server it is about (a compaction's: the lane that
+    wrote the summary), with the model that server said it served."""
 
     event: str
-    where: Where
+    stamp: Stamp
     tokens_before: int | None = None
     tokens_after: int | None = None
     tokens_estimated: int | None = None
@@ -60,18 +64,10 @@ class TelemetryRecord:
     bytes_before: int | None = None
     bytes_after: int | None = None
     summary_tokens: int | None = None  # prompt tokens of the summary request (compaction)
-    # What a run cost, as the server reported it: every prompt token read (cached ones included), the
-    # answer's tokens, and the prompt tokens served from the server's cache.
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cached_tokens: int | None = None
+    usage: Usage | None = None  # what a run cost, as the server reported it
     duration_ms: float | None = None
     cause: str | None = None
     checkpoint: str | None = None
-    # The lane whose server this record is about (a compaction's: the lane that wrote the summary) and
-    # the model that server said it served; None when no answer says it.
-    lane: str | None = None
-    model_served: str | None = None
 
 
 class Decision(NamedTuple):

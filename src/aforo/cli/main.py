@@ -113,7 +113,7 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         # Before any session exists: a run that could not reach a server leaves nothing behind.
         message = no_server_message(cfg.base_url, cfg.base_url_source, why)
         print(f"aforo: {sanitize(message)}", file=sys.stderr)
-        emit(Result("error", EXIT_CODES["error"], error=message, duration_ms=_since(started)))
+        emit(Result(RunResult("error", error=message), EXIT_CODES["error"], _since(started)))
         return EXIT_CODES["error"]
     telemetry = _open_telemetry(emit)
     try:
@@ -123,22 +123,7 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         if telemetry is not None:
             telemetry.close()
     if result is not None:
-        r = result
-        ms = _since(started)
-        emit(
-            Result(
-                r.reason,
-                code,
-                r.answer,
-                r.turns,
-                r.tool_calls,
-                r.input_tokens,
-                r.output_tokens,
-                ms,
-                r.error,
-                session,
-            )
-        )
+        emit(Result(result, code, _since(started), session))
     return code
 
 

@@ -18,7 +18,7 @@ from aforo.cli.session_keeper import SessionKeeper
 from aforo.events import Event, EventSink, RunEnd, RunResult, TurnEnd, Warning
 from aforo.messages import Usage
 from aforo.protocols import Journal
-from aforo.records import TelemetryRecord, Where
+from aforo.records import Stamp, TelemetryRecord, Where
 
 
 class RunLog:
@@ -29,13 +29,13 @@ class RunLog:
         self.where = Where()
         self._started: float | None = None
         self._usage = Usage()
-        self._served: tuple[str, str] | None = None  # the lane and model of the run's last answer
+        self._served = ("", "")  # the lane and model of the run's last answer ("" while none came)
 
     def begin(self) -> None:
         """A run starts now."""
         self._started = time.monotonic()
         self._usage = Usage()
-        self._served = None
+        self._served = ("", "")
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, TurnEnd):
@@ -47,18 +47,14 @@ class RunLog:
         self.inner(event)
 
     def _record(self, end: RunEnd, started: float) -> None:
-        usage = self._usage
+        lane, served = self._served
         self.journal.record(
             TelemetryRecord(
                 "run",
-                self.where,
-                input_tokens=usage.prompt_tokens,
-                output_tokens=usage.output_tokens,
-                cached_tokens=usage.cache_read_tokens,
+                Stamp(self.where, lane, served),
+                usage=self._usage,
                 duration_ms=(time.monotonic() - started) * 1000,
                 cause=end.reason,
-                lane=self._served[0] if self._served else None,
-                model_served=(self._served[1] or None) if self._served else None,
             )
         )
 

@@ -23,14 +23,12 @@ def decision(
     """An admission, a rejection or a transformation: the counts before and after, and how long it took."""
     return TelemetryRecord(
         event,
-        stamp.where,
+        stamp,
         tokens_before=before.tokens,
         tokens_after=after.tokens,
         tokens_estimated=after.estimated,
         duration_ms=round((time.monotonic() - started) * 1000, 3),
         cause=cause,
-        lane=stamp.lane,
-        model_served=stamp.served or None,
     )
 
 
@@ -62,18 +60,14 @@ def overflow(stamp: Stamp, sample: Sample, exact: int | None, cause: str) -> Tel
     """An answer the server gave without part of its prompt: what it reported next to our estimate."""
     return TelemetryRecord(
         "overflow",
-        stamp.where,
+        stamp,
         tokens_estimated=sample.estimate,
         tokens_exact=exact,
         tokens_after=sample.tokens,
         cause=cause,
-        lane=stamp.lane,
-        model_served=stamp.served or None,
     )
 
 
 def model_check(stamp: Stamp, verdict: Verdict) -> TelemetryRecord:
     """What the first answer after a summary on another lane said about the conversation's model."""
-    return TelemetryRecord(
-        verdict.event, stamp.where, cause=verdict.cause, lane=stamp.lane, model_served=stamp.served or None
-    )
+    return TelemetryRecord(verdict.event, stamp, cause=verdict.cause)

@@ -68,10 +68,21 @@ class StoreJournal:
     def record(self, record: TelemetryRecord) -> None:
         if self.telemetry is None:
             return
-        columns: dict[str, Any] = asdict(record.where)
+        stamp, usage = record.stamp, record.usage
+        columns: dict[str, Any] = asdict(stamp.where)
         columns.update(
-            (f.name, getattr(record, f.name)) for f in fields(record) if f.name not in ("event", "where")
+            (f.name, getattr(record, f.name))
+            for f in fields(record)
+            if f.name not in ("event", "stamp", "usage")
         )
+        columns.update(lane=stamp.lane or None, model_served=stamp.served or None)
+        if usage is not None:
+            # Every prompt token the server read (cached ones included), the answer's, and the cached.
+            columns.update(
+                input_tokens=usage.prompt_tokens,
+                output_tokens=usage.output_tokens,
+                cached_tokens=usage.cache_read_tokens,
+            )
         cp = record.checkpoint
         if cp and self.last_path is not None and cp in self.last_path.name:
             columns["checkpoint"] = self.last_path  # the file, so `aforo stats` points at it
