@@ -17,7 +17,6 @@ from aforo.errors import LimitExceeded, ToolError
 from aforo.protocols import ToolContext
 from aforo.tools import LS, Read, read_tool
 from aforo.tools.deadline import Interrupted
-from aforo.tools.outline import MAX_NAMES
 from aforo.tools.read_tool import MAX_LINE_CHARS
 from aforo.tools.registry import default_registry
 
@@ -363,32 +362,25 @@ def test_a_whole_python_file_starts_with_what_it_defines(ws: Path) -> None:
         '"""Doc."""\n\n'
         "def a():\n    def inner():\n        pass\n\n\n"
         "async def b():\n    pass\n\n\n"
-        "class C:\n    def m(self):\n        pass\n\n    class Inner:\n        pass\n\n\n"
+        "class C:\n    def m(self):\n        pass\n\n    async def n(self):\n        pass\n\n"
+        "    class Inner:\n        def deep(self):\n            pass\n\n\n"
         "class D:\n    x = 1\n\n\n"
         "LIMIT = 3\n"
     )
     out = read(ws, file_path="m.py").split("\n")
-    # The top level only, in the file's order: not `inner`, `m` or `Inner`.
-    assert out[0] == "(2 functions: a, b; 2 classes: C, D)"
+    # Top level only: `inner` and `Inner.deep` are not counted; C's two methods are, D has none.
+    assert out[0] == "(defines 2 functions and 2 classes with 2 methods)"
     assert out[1] == '1\t"""Doc."""'
-    (ws / "one.pyi").write_text("class Only:\n    def go(self) -> None: ...\n")
-    assert read(ws, file_path="one.pyi").split("\n")[0] == "(1 class: Only)"
-
-
-def test_an_outline_names_a_bounded_number_and_counts_them_all(ws: Path) -> None:
-    (ws / "many.py").write_text(
-        "".join(f"def f{i}():\n    pass\n\n\n" for i in range(30)) + "class K:\n    pass\n"
-    )
-    first = read(ws, file_path="many.py").split("\n")[0]
-    shown = ", ".join(f"f{i}" for i in range(MAX_NAMES))
-    assert first == f"(30 functions: {shown}, …; 1 class: …)"
+    (ws / "one.py").write_text("class Only:\n    def go(self):\n        pass\n")
+    assert read(ws, file_path="one.py").split("\n")[0] == "(defines 1 class with 1 method)"
+    (ws / "settings.pyi").write_text("PORT: int\n")
+    assert read(ws, file_path="settings.pyi") == "(defines 0 functions)\n1\tPORT: int"
 
 
 @pytest.mark.parametrize(
     ("name", "text", "args"),
     [
         ("notes.txt", "def f():\n    pass\n", {}),  # not Python: no outline guessed from the text
-        ("settings.py", "PORT = 8037\n", {}),  # nothing defined: nothing to say
         ("broken.py", "def f(:\n    pass\n", {}),  # does not parse
         ("part.py", "def f():\n    pass\n\n\ndef g():\n    pass\n", {"limit": 2}),  # a window of it
         ("late.py", "def f():\n    pass\n\n\ndef g():\n    pass\n", {"offset": 2}),
@@ -401,7 +393,7 @@ def test_no_outline_unless_the_whole_python_file_is_shown_as_it_is(
 ) -> None:
     path = ws / name
     path.write_bytes(text if isinstance(text, bytes) else text.encode())
-    assert "function" not in read(ws, file_path=name, **args)
+    assert "defines" not in read(ws, file_path=name, **args)
 
 
 def test_an_outline_is_quiet_about_the_files_own_warnings(ws: Path) -> None:
@@ -410,7 +402,7 @@ def test_an_outline_is_quiet_about_the_files_own_warnings(ws: Path) -> None:
     (ws / "esc.py").write_text('PATTERN = "\\d+"\n\n\ndef f():\n    pass\n')
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert read(ws, file_path="esc.py").split("\n")[0] == "(1 function: f)"
+        assert read(ws, file_path="esc.py").split("\n")[0] == "(defines 1 function)"
 
 
 @pytest.mark.parametrize(
@@ -424,4 +416,4 @@ def test_an_outline_is_quiet_about_the_files_own_warnings(ws: Path) -> None:
 def test_a_file_too_deep_to_parse_is_shown_without_an_outline(ws: Path, body: str) -> None:
     (ws / "deep.py").write_text(f"X = \\\n{body}\n")
     out = read(ws, file_path="deep.py")
-    assert out.startswith("1\tX = ") and "line cut" not in out
+    assert out.startswith("1\tX = ") and "defines" not in out and "line cut" not in out

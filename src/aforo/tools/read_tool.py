@@ -7,8 +7,8 @@ then each line where a block starts (the first after a blank one: a `def`, a `cl
 at least every `NUMBER_EVERY` lines, which costs +4 %; a line between two numbers is counted from the
 one above it.
 
-A whole Python file starts with its top-level functions and classes, named and counted
-(`tools/outline.py`): a small model can neither count them nor pick them out, and the tool can.
+A whole Python file starts with what it defines, counted (`tools/outline.py`): a small model cannot
+count functions, and the tool can.
 
 Only what is shown is decoded. The lines before `offset` are skipped by counting newlines in large
 chunks, and the lines after the window are counted the same way, to tell the model how to read on.
@@ -222,7 +222,7 @@ def _render(source: _Source, shown_path: str, offset: int, limit: int, max_chars
     elif code is not None and not invalid_utf8 and (defines := outline("\n".join(code))):
         # Before the lines, not after them: a small model answers with what it read last, and a count
         # there became the answer to other questions (asked how often the client retries, 0.5B
-        # answered the `1` of "(defines 1 function)" instead of MAX_RETRIES = 4).
+        # answered the `1` of "defines 1 function" instead of MAX_RETRIES = 4).
         out.insert(0, f"({defines})")
     return ToolOutput("\n".join([*out, *notes]))
 
