@@ -106,7 +106,9 @@ def test_three_files_read_in_one_step_then_the_answer_streams(tmp_path: Path) ->
         "role": "assistant",
         "content": '{"read": ["alpha.py", "beta.py", "gamma.py"]}',
     }
-    assert chats[1]["messages"][3]["content"].startswith("Result of Read alpha.py:\n1\tdef f0():")
+    assert chats[1]["messages"][3]["content"].startswith(
+        "Result of Read alpha.py:\n(2 functions: f0, f1)\n1\tdef f0():"
+    )
     assert chats[2]["response_format"]["json_schema"]["schema"]["required"] == ["answer"]
 
 

@@ -6,6 +6,7 @@ import os
 import socket
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from aforo.errors import LimitExceeded, ToolError
 from aforo.protocols import ToolContext
 from aforo.tools import LS, Read, read_tool
 from aforo.tools.deadline import Interrupted
+from aforo.tools.outline import MAX_NAMES
 from aforo.tools.read_tool import MAX_LINE_CHARS
 from aforo.tools.registry import default_registry
 
@@ -35,8 +37,8 @@ def test_lines_are_numbered_where_blocks_start_and_every_ten_lines(ws: Path) -> 
     (ws / "a.txt").write_text("alpha\nbeta\n")
     assert read(ws, file_path="a.txt") == "1\talpha\nbeta"
     body = ["def f():", "    x = 1", "", "def g():", *[f"    y{i} = {i}" for i in range(12)], "", ""]
-    (ws / "b.py").write_text("\n".join(body) + "\n")
-    out = read(ws, file_path="b.py").splitlines()
+    (ws / "b.txt").write_text("\n".join(body) + "\n")
+    out = read(ws, file_path="b.txt").splitlines()
     numbered = [line.split("\t", 1)[0] for line in out if "\t" in line]
     # Block starts (1, 4: after the blank line 3) and then every ten lines (14); blank lines never.
     assert numbered == ["1", "4", "14"]
@@ -354,3 +356,72 @@ def test_an_offset_of_0_is_the_first_line(ws: Path) -> None:
     (ws / "a.txt").write_text("one\ntwo\n")
     out = default_registry(ws).execute("Read", {"file_path": "a.txt", "offset": 0})
     assert not out.is_error and out.content == "1\tone\ntwo"
+
+
+def test_a_whole_python_file_starts_with_what_it_defines(ws: Path) -> None:
+    (ws / "m.py").write_text(
+        '"""Doc."""\n\n'
+        "def a():\n    def inner():\n        pass\n\n\n"
+        "async def b():\n    pass\n\n\n"
+        "class C:\n    def m(self):\n        pass\n\n    class Inner:\n        pass\n\n\n"
+        "class D:\n    x = 1\n\n\n"
+        "LIMIT = 3\n"
+    )
+    out = read(ws, file_path="m.py").split("\n")
+    # The top level only, in the file's order: not `inner`, `m` or `Inner`.
+    assert out[0] == "(2 functions: a, b; 2 classes: C, D)"
+    assert out[1] == '1\t"""Doc."""'
+    (ws / "one.pyi").write_text("class Only:\n    def go(self) -> None: ...\n")
+    assert read(ws, file_path="one.pyi").split("\n")[0] == "(1 class: Only)"
+
+
+def test_an_outline_names_a_bounded_number_and_counts_them_all(ws: Path) -> None:
+    (ws / "many.py").write_text(
+        "".join(f"def f{i}():\n    pass\n\n\n" for i in range(30)) + "class K:\n    pass\n"
+    )
+    first = read(ws, file_path="many.py").split("\n")[0]
+    shown = ", ".join(f"f{i}" for i in range(MAX_NAMES))
+    assert first == f"(30 functions: {shown}, …; 1 class: …)"
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "args"),
+    [
+        ("notes.txt", "def f():\n    pass\n", {}),  # not Python: no outline guessed from the text
+        ("settings.py", "PORT = 8037\n", {}),  # nothing defined: nothing to say
+        ("broken.py", "def f(:\n    pass\n", {}),  # does not parse
+        ("part.py", "def f():\n    pass\n\n\ndef g():\n    pass\n", {"limit": 2}),  # a window of it
+        ("late.py", "def f():\n    pass\n\n\ndef g():\n    pass\n", {"offset": 2}),
+        ("wide.py", f"X = '{'x' * (MAX_LINE_CHARS + 10)}'\n\ndef f():\n    pass\n", {}),  # a line cut short
+        ("bad.py", b"def f():\n    return '\xff'\n", {}),  # not valid UTF-8: shown with U+FFFD
+    ],
+)
+def test_no_outline_unless_the_whole_python_file_is_shown_as_it_is(
+    ws: Path, name: str, text: str | bytes, args: dict[str, int]
+) -> None:
+    path = ws / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    assert "function" not in read(ws, file_path=name, **args)
+
+
+def test_an_outline_is_quiet_about_the_files_own_warnings(ws: Path) -> None:
+    # An invalid escape makes ast.parse warn; where warnings are errors (PYTHONWARNINGS=error) that
+    # warning would be a SyntaxError and the outline lost. It is the user's file: not our warning.
+    (ws / "esc.py").write_text('PATTERN = "\\d+"\n\n\ndef f():\n    pass\n')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert read(ws, file_path="esc.py").split("\n")[0] == "(1 function: f)"
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "(" * 300 + ")" * 300,  # SyntaxError: too many nested parentheses
+        "\\\n".join(["-" * 1990] * 100) + "1",  # MemoryError: the parser's stack
+        "\\\n".join(["a+" * 990] * 400) + "a",  # RecursionError: building the tree
+    ],
+)
+def test_a_file_too_deep_to_parse_is_shown_without_an_outline(ws: Path, body: str) -> None:
+    (ws / "deep.py").write_text(f"X = \\\n{body}\n")
+    out = read(ws, file_path="deep.py")
+    assert out.startswith("1\tX = ") and "line cut" not in out
