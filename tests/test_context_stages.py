@@ -24,9 +24,15 @@ from aforo.context.compaction import (
 from aforo.context.ledger import build_ledger, constraints_of
 from aforo.context.policy import Policy
 from aforo.context.stages import CapResult, cap_text, clear_old_results
-from aforo.context.tokens import MessageEstimates, estimate_request, estimate_text
+from aforo.context.tokens import Count, MessageEstimates, estimate_request, estimate_text
 from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse
 from aforo.records import Decision
+
+
+def estimated(request: Request) -> Count:
+    """A counter that is the plain estimate, as on a server without one."""
+    tokens = estimate_request(request)
+    return Count(tokens, False, "estimate", tokens)
 
 
 def test_budget_numbers_from_the_spec() -> None:
@@ -146,8 +152,8 @@ def test_summary_request_never_exceeds_available(messages: list[Message], availa
     # int(64 × 0.75 words a token × 0.8) = int(38.4) = 38, is under the 60-word floor, so it wins.
     words = 38
     try:
-        request, tokens = fit_summary_request(
-            "m", messages, available=available, max_tokens=64, count=estimate_request
+        request, counted = fit_summary_request(
+            "m", messages, available=available, max_tokens=64, count=estimated
         )
     except CompactionError:
         # Only what is never cut (the instructions, the user's words, the call markers) can make it
@@ -158,7 +164,7 @@ def test_summary_request_never_exceeds_available(messages: list[Message], availa
         ]
         assert estimate_request(summary_request("m", shortest, 64, None, words)) > available
         return
-    assert tokens == estimate_request(request) <= available
+    assert counted.tokens == estimate_request(request) <= available
     for m in messages:
         if m.role == "user" and m.text.strip():
             assert m.text in request.messages[0].text  # never cut
@@ -169,13 +175,11 @@ def test_summary_request_drops_tool_output_oldest_first() -> None:
     for i in range(6):
         messages += _exchange(i, 1)
     full = estimate_request(
-        fit_summary_request("m", messages, available=10**6, max_tokens=1, count=estimate_request)[0]
+        fit_summary_request("m", messages, available=10**6, max_tokens=1, count=estimated)[0]
     )
-    request, tokens = fit_summary_request(
-        "m", messages, available=full - 300, max_tokens=1, count=estimate_request
-    )
+    request, counted = fit_summary_request("m", messages, available=full - 300, max_tokens=1, count=estimated)
     text = request.messages[0].text
-    assert tokens <= full - 300
+    assert counted.tokens <= full - 300
     assert "content c0_0" not in text and "content c5_0" in text
     assert "[called Read" in text
 
@@ -255,7 +259,7 @@ def test_summary_request_names_a_word_budget_the_output_limit_can_hold() -> None
     assert summary_words(30, 1024) == 60  # never asks for less than a usable summary
     assert summary_words(900, 64) == 38  # ...unless the output limit cannot hold even that
     messages = [Message.user("find the bug"), *_exchange(0, 40)]
-    request, _ = fit_summary_request("m", messages, available=10**6, max_tokens=1024, count=estimate_request)
+    request, _ = fit_summary_request("m", messages, available=10**6, max_tokens=1024, count=estimated)
     # By hand: the transcript is the request (<user>…</user>: 27 characters), 40 call markers
     # (<assistant>…</assistant> around `[called Read {"file_path": "f0_k.py"}]`: 10 × 63 + 30 × 64 =
     # 2550) and 40 results (`<result of Read {...}>`, 50 × "content c0_k ", `</result>`: 10 × 702 +

@@ -143,6 +143,65 @@ def test_truncated_summary_request_is_refused(tmp_path: Path) -> None:
     assert agent.messages[0].text == PROMPT
 
 
+class DenseSummaries(FakeProvider):
+    """A summary request reads as 40 % of its estimate, another shape than the conversation's turns;
+    `missing` tokens of it go unread."""
+
+    missing = 0
+
+    def tokenize(self, request: Request) -> int:
+        if is_summary_request(request):
+            return int(0.4 * estimate_request(request))
+        return super().input_tokens(request)
+
+    def input_tokens(self, request: Request) -> int:
+        return self.tokenize(request) - (self.missing if is_summary_request(request) else 0)
+
+
+class ServerCounter:
+    """The exact counter of a `DenseSummaries` server: its tokenizer, whatever the server then reads."""
+
+    name, exact = "fake-exact", True
+
+    def __init__(self, server: DenseSummaries) -> None:
+        self.server = server
+
+    def count(self, request: Request) -> int:
+        return self.server.tokenize(request)
+
+    def count_messages(self, messages: tuple[Message, ...] | list[Message]) -> int:
+        return self.count(Request(model="m", messages=tuple(messages), max_tokens=1))
+
+
+def test_a_summary_request_that_matches_its_exact_count_is_not_taken_for_a_truncation(
+    tmp_path: Path,
+) -> None:
+    files = make_files(tmp_path, 8, 3000)
+    provider = DenseSummaries(reader_model(files, batch=True))
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096, counter=ServerCounter(provider))
+    agent.run(PROMPT)
+    # Far under its estimate (measured on llama-server: 1 100 tokens for about 1 154 expected), but it is
+    # the exact count: the whole request was read.
+    assert [e.message for e in rec.of("warning")] == []
+    assert "compacted" in [e.action for e in rec.of("context")]
+    summaries = [r for r in provider.requests if is_summary_request(r)]
+    assert [r.summary_tokens for r in journal.events("compaction")] == [
+        provider.input_tokens(r) for r in summaries
+    ]
+
+
+def test_a_summary_request_read_short_of_its_exact_count_is_refused(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 8, 3000)
+    provider = DenseSummaries(reader_model(files, batch=True))
+    provider.missing = 40
+    agent, rec, _ = make_agent(tmp_path, provider, window=4096, counter=ServerCounter(provider))
+    agent.run(PROMPT)
+    warnings = " ".join(e.message for e in rec.of("warning"))
+    assert "truncated the summary request" in warnings and "its exact count" in warnings, warnings
+    assert "compacted" not in [e.action for e in rec.of("context")]
+    assert agent.messages[0].text == PROMPT
+
+
 def test_prompt_larger_than_available_is_rejected_locally(tmp_path: Path) -> None:
     provider = FakeProvider([FakeTurn("never")])
     agent, _, journal = make_agent(tmp_path, provider, window=1024)

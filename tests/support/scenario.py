@@ -16,7 +16,7 @@ from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
 from aforo.events import Event
 from aforo.messages import Request, SystemPart, ToolResult
-from aforo.protocols import Provider
+from aforo.protocols import Provider, TokenCounter
 from aforo.providers.fake import FakeTurn
 from aforo.tools.registry import default_registry
 
@@ -53,11 +53,16 @@ def make_agent(
     policy: Policy | None = None,
     max_turns: int = 25,
     journal: MemoryJournal | None = None,
+    counter: TokenCounter | None = None,
 ) -> tuple[Agent, Recorder, MemoryJournal]:
     rec = Recorder()
     journal = journal or MemoryJournal()
     governor = Governor(
-        budget=Budget(window, max_tokens, "test"), policy=policy or Policy(), journal=journal, emit=rec
+        budget=Budget(window, max_tokens, "test"),
+        policy=policy or Policy(),
+        journal=journal,
+        emit=rec,
+        counter=counter,
     )
     agent = Agent(
         provider=provider,
