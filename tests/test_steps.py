@@ -83,7 +83,17 @@ def _uses(paths: list[str]) -> tuple[ToolUse, ...]:
 @given(st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=6))
 def test_calls_rendered_as_a_step_parse_back_to_the_same_calls(paths: list[str]) -> None:
     text = steps.step_text(_uses(paths), TOOLS)
-    assert steps.parse(text, TOOLS) == steps.Step(calls=tuple(("Read", {"file_path": p}) for p in paths))
+    # A path named twice is one call (the first time it is named).
+    distinct = dict.fromkeys(paths)
+    assert steps.parse(text, TOOLS) == steps.Step(calls=tuple(("Read", {"file_path": p}) for p in distinct))
+
+
+def test_a_batch_that_names_a_path_again_reads_it_once() -> None:
+    # What the 0.5B model wrote after a compaction whose evidence list named two files.
+    step = steps.parse('{"read": ["counter.py", "cli.py", "counter.py", "cli.py", "counter.py"]}', TOOLS)
+    assert step == steps.Step(
+        calls=(("Read", {"file_path": "counter.py"}), ("Read", {"file_path": "cli.py"}))
+    )
 
 
 def test_the_conversation_in_step_form_shows_the_model_its_own_json_and_results_by_call() -> None:
@@ -153,7 +163,7 @@ def test_a_call_step_shows_nothing_and_ends_as_its_calls(paths: list[str], cuts:
     text = json.dumps({"read": paths})
     shown, stream = _feed(_split(text, cuts))
     assert shown == ""
-    assert stream.finish(TOOLS) == ("", [("Read", {"file_path": p}) for p in paths])
+    assert stream.finish(TOOLS) == ("", [("Read", {"file_path": p}) for p in dict.fromkeys(paths)])
 
 
 def test_text_that_is_no_step_is_given_out_whole_at_the_end() -> None:

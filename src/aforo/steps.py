@@ -57,7 +57,10 @@ class StepForm:
         value = step[self.key]
         rest = {k: v for k, v in step.items() if k != self.key}
         items = value if self.batch and isinstance(value, list) else [value]
-        return [(self.tool, {self.primary: item, **rest}) for item in items]
+        # Each item once, in the order first named: after a compaction the 0.5B model listed the two
+        # files of the evidence list six times each in one step, and every repeat cost a result.
+        distinct = {json.dumps(item, sort_keys=True): item for item in items}
+        return [(self.tool, {self.primary: item, **rest}) for item in distinct.values()]
 
 
 def forms(tools: Sequence[ToolSpec]) -> list[StepForm]:
