@@ -55,7 +55,6 @@ AFORO_TEXTS = (
     "[Same call as",
     CLEARED_NOTE[:40],
     COMPACTED_HEADER,
-    "Understood. I will continue the task",
     "Reply with one JSON object",
     "Result of Read",
     "asked again for results",

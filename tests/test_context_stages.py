@@ -8,9 +8,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from aforo import steps
 from aforo.context.budget import Budget
 from aforo.context.compaction import (
-    ACK,
     SHORTER,
     CompactionError,
     Piece,
@@ -21,12 +21,13 @@ from aforo.context.compaction import (
     summary_words,
     transcript_pieces,
 )
-from aforo.context.ledger import build_ledger, constraints_of
+from aforo.context.ledger import build_ledger, constraints_of, is_compacted
 from aforo.context.policy import Policy
 from aforo.context.stages import CapResult, cap_text, clear_old_results
 from aforo.context.tokens import Count, MessageEstimates, estimate_request, estimate_text
 from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse
 from aforo.records import Decision
+from aforo.wire.openai_chat import messages_to_openai
 
 
 def estimated(request: Request) -> Count:
@@ -135,11 +136,21 @@ def test_compacted_conversation_keeps_pairs_and_every_request(
         messages = [*messages, *_exchange(99, 1)]
     ledger = build_ledger(messages)
     tail = keep_tail(messages, tail_budget, MessageEstimates().of)  # what compaction is handed
-    out = assemble(ledger, "Goal: x. Next action: y.", "cp-1", tail, mid_run=messages[-1].role == "user")
+    out = assemble(ledger, "Goal: x. Next action: y.", "cp-1", tail)
     assert pairs_intact(out)
-    # Roles alternate, and mid-run the model is handed a user turn to act on.
-    assert all(a.role != b.role for a, b in itertools.pairwise(out))
-    assert out[-1].role == ("user" if messages[-1].role == "user" else "assistant")
+    # Every answer is one the model gave (aforo answers nothing in its name), and mid-run the model is
+    # handed a user turn to act on.
+    assert [m for m in out if m.role == "assistant"] == [m for m in tail if m.role == "assistant"]
+    if messages[-1].role == "user":
+        assert out[-1].role == "user"
+    else:  # between runs: the last answer, or the compacted message alone
+        assert out[-1] in (messages[-1], out[0])
+    # On either wire, no two user turns in a row (some chat templates reject them).
+    request = Request("m", (), (), tuple(out), 100)
+    openai = [m["role"] for m in messages_to_openai(request) if m["role"] != "tool"]
+    assert all(a != "user" or b != "user" for a, b in itertools.pairwise(openai))
+    plain = [m["role"] for m in steps.render(out, ())]
+    assert all(a != b for a, b in itertools.pairwise(plain))
     for request in (m.text for m in messages if m.role == "user" and m.text.strip()):
         assert request in out[0].text
     assert build_ledger(out).requests == ledger.requests
@@ -274,7 +285,7 @@ def test_the_ledger_reads_decisions_and_next_action_from_the_summary_however_emp
         "**Goal:** fix it\n**Decisions:**\n- keep the cache because misses cost 2 s\n2. drop the retries\n"
         "Evidence: Read a.py\n## Next action: read b.py\nthen answer"
     )
-    compacted = assemble(build_ledger([Message.user("fix it")]), summary, "cp-1", [], mid_run=False)
+    compacted = assemble(build_ledger([Message.user("fix it")]), summary, "cp-1", [])
     ledger = build_ledger([*compacted, Message.user("go on")])
     assert ledger.decisions == (Decision("keep the cache", "misses cost 2 s"), Decision("drop the retries"))
     assert ledger.next_action == "read b.py then answer"
@@ -285,7 +296,7 @@ def test_a_summary_in_plain_prose_has_no_sections_and_breaks_nothing() -> None:
     # The real 0.5B model often ignores the asked-for sections: the ledger then has no decisions and no
     # next action, and building it (every checkpoint does) must not fail.
     prose = "The user asked about counter.py; it counts words and breaks ties alphabetically."
-    compacted = assemble(build_ledger([Message.user("explain it")]), prose, "cp-1", [], mid_run=False)
+    compacted = assemble(build_ledger([Message.user("explain it")]), prose, "cp-1", [])
     ledger = build_ledger([*compacted, Message.user("go on")])
     assert ledger.decisions == () and ledger.next_action == ""
     assert ledger.requests == ("explain it", "go on")
@@ -299,7 +310,7 @@ def test_evidence_list_keeps_its_newest_sources_within_its_budget() -> None:
         messages += _exchange(i, 1)
     ledger = build_ledger(messages)
     assert len(ledger.evidence) == 200
-    head = assemble(ledger, "Goal: x.", "cp-1", [], mid_run=False, evidence_tokens=100)[0].text
+    head = assemble(ledger, "Goal: x.", "cp-1", [], evidence_tokens=100)[0].text
     kept = [line for line in head.splitlines() if "<evidence>" in line]
     assert 0 < len(kept) < 200
     assert sum(estimate_text(line + "\n") for line in kept) <= 100
@@ -307,7 +318,7 @@ def test_evidence_list_keeps_its_newest_sources_within_its_budget() -> None:
     assert f"({200 - len(kept)} older sources left out" in head
     assert "find the longest file" in head  # the request is never what gives way
 
-    unbounded = assemble(ledger, "Goal: x.", "cp-1", [], mid_run=False)[0].text
+    unbounded = assemble(ledger, "Goal: x.", "cp-1", [])[0].text
     assert unbounded.count("<evidence>") == 200 and "left out" not in unbounded
 
 
@@ -334,19 +345,9 @@ def test_the_tail_keeps_the_newest_answered_request_as_a_worked_example_mid_run(
     assert keep_tail(messages, exchange, _size) == messages[-2:]
     assert keep_tail(messages, exchange - 1, _size) == []
     assert keep_tail(messages, 10**6, _size, example=False) == messages[-2:]
-    out = assemble(build_ledger(messages), "Goal: x.", "cp", tail, mid_run=True)
-    assert [m.role for m in out] == [
-        "user",
-        "assistant",
-        "user",
-        "assistant",
-        "user",
-        "assistant",
-        "user",
-        "assistant",
-        "user",
-    ]
-    assert out[1].text == ACK  # alternation before a tail that starts with a request
+    out = assemble(build_ledger(messages), "Goal: x.", "cp", tail)
+    # The compacted message, then the tail as it was: no answer between them in the model's name.
+    assert out[1:] == tail and is_compacted(out[0])
     assert out[-1].tool_results and out[-2].tool_uses
 
 
@@ -354,9 +355,8 @@ def test_between_runs_the_tail_is_the_last_request_and_its_answer() -> None:
     messages = [*_run(0, "quote day 1"), *_run(1, "quote day 2")]
     tail = keep_tail(messages, 10**6, _size)
     assert tail == messages[4:]
-    out = assemble(build_ledger(messages), "Goal: x.", "cp", tail, mid_run=False)
-    assert [m.role for m in out] == ["user", "assistant", "user", "assistant", "user", "assistant"]
-    assert out[-1].text == "answer 1"
+    out = assemble(build_ledger(messages), "Goal: x.", "cp", tail)
+    assert out[1:] == tail and out[-1].text == "answer 1"
 
 
 def test_a_first_request_is_never_kept_as_the_tail_of_itself() -> None:

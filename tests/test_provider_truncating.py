@@ -118,9 +118,10 @@ def test_truncated_requests_report_the_mode_number(
 def test_the_newest_message_is_kept_even_when_it_alone_overflows(serve) -> None:
     server = TruncatingServer(echo, window=100)
     provider = serve(server)
-    _, _, end = answer(provider, request([Message.user("old"), Message.user("x" * 2000)]))
+    old = [Message.user("old"), Message.assistant("ok")]
+    _, _, end = answer(provider, request([*old, Message.user("x" * 2000)]))
     turn = server.turns[0]
-    assert turn.messages[-1]["content"] == "x" * 2000 and turn.dropped == 1
+    assert turn.messages[-1]["content"] == "x" * 2000 and turn.dropped == 2
     assert end.usage.input_tokens == 100
 
 

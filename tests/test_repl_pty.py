@@ -44,7 +44,8 @@ class Model:
         if "You compact the conversation" in (msgs[0].get("content") or ""):
             return Reply(text=SUMMARY, prompt_tokens=tokens)
         last_user = max(i for i, m in enumerate(msgs) if m["role"] == "user")
-        prompt = msgs[last_user]["content"] or ""
+        # The newest request: two user turns in a row reach the server joined by a blank line.
+        prompt = (msgs[last_user]["content"] or "").split("\n\n")[-1]
         answered = any(m["role"] == "tool" for m in msgs[last_user:])
         if ("read" in prompt or "hang" in prompt) and not answered:
             return Reply(calls=[Call("Read", json.dumps({"file_path": "big.py"}))], prompt_tokens=tokens)
@@ -153,7 +154,8 @@ def test_ctrl_c_cancels_the_run_and_keeps_the_conversation(model: tuple[Model, s
     assert "[aborted]" in out and "a slow answer" not in out
     assert "· 1 messages" in out  # the prompt stays in the conversation
     out = say(child, "hello again")
-    assert "Answer 3:" in out  # system, the aborted prompt and the new one
+    assert "Answer 2:" in out  # system, then the aborted prompt and the new one in one user turn
+    assert script.bodies[-1]["messages"][-1]["content"] == "tell me something slow\n\nhello again"
     assert leave(child) == 0
 
 

@@ -138,7 +138,8 @@ def render(
     messages: Sequence[Message], tools: Sequence[ToolSpec], question: str = ""
 ) -> list[dict[str, str]]:
     """The conversation as plain user/assistant turns in the step form: the model's own turns as the
-    JSON it writes, tool results as text naming their call (no tool roles, no call ids).
+    JSON it writes, tool results as text naming their call (no tool roles, no call ids), two user
+    turns in a row joined into one.
 
     The newest results are followed by the user's `question`, in their words: a small model answers
     what it read last. Measured with Qwen2.5-Coder 0.5B: asked "how many times does the client retry",
@@ -168,6 +169,9 @@ def render(
                 parts.append(block.text)
         if tail and i == len(messages) - 1:
             parts.append(tail)
+        if wire and wire[-1]["role"] == "user":
+            # A compacted conversation and the request after it: one user turn, no answer between.
+            parts.insert(0, wire.pop()["content"])
         wire.append({"role": "user", "content": "\n\n".join(parts)})
     return wire
 

@@ -54,11 +54,10 @@ SHORTER = {
     "assistant": lambda text: text[:300] + " [… shortened]",
     "call": lambda text: "",
 }
-ACK = "Understood. I will continue the task from this summary."
 # A summary with fewer words than this, once aforo's own lines are taken out of it, says nothing the
 # requests and the evidence kept verbatim do not, and is left out: Qwen2.5-Coder 0.5B wrote
-# `[Summary of the conversation]`, and at the next compaction copied ACK, and the answers after each
-# were wrong where the same requests without that section were answered right.
+# `[Summary of the conversation]`, and the answers after it were wrong where the same requests without
+# that section were answered right.
 SUMMARY_MIN_WORDS = 5
 # Share of the available space a verbatim tail (the last tool exchange) may take after compaction.
 TAIL_SHARE = 0.3
@@ -281,17 +280,15 @@ def assemble(
     checkpoint: str | None,
     tail: list[Message],
     *,
-    mid_run: bool,
     evidence_tokens: int | None = None,
 ) -> list[Message]:
-    """The compacted conversation. Mid-run it ends with a user turn so the model carries on; between
-    runs it ends with an acknowledgement, keeping user/assistant alternation (some chat templates reject
-    two user turns in a row) for the next prompt."""
-    head = compacted_message(ledger, summary, checkpoint, evidence_tokens)
-    if tail and tail[0].role == "assistant":
-        return [head, *tail]
-    # The acknowledgement keeps user/assistant alternation before a tail that starts with a request.
-    return [head, Message.assistant(ACK), *tail] if tail or not mid_run else [head]
+    """The compacted conversation: the compacted message, then the tail. Nothing answers it in the
+    model's name: an acknowledgement there ("Understood. I will continue the task from this summary.")
+    was the one answer the 0.5B model saw after a /compact, and it answered the next question with it,
+    or without reading anything (an invented `jso` function); without it, it read the files again. A
+    request after it (the tail's, or the next prompt's) is joined to it on the wire (`wire.chat`,
+    `steps.render`), so no chat template sees two user turns in a row."""
+    return [compacted_message(ledger, summary, checkpoint, evidence_tokens), *tail]
 
 
 def compact(room: Room) -> Plan | None:
@@ -304,7 +301,8 @@ def compact(room: Room) -> Plan | None:
     if not (room.force or (over and answered)):
         return None
     if not answered:
-        raise CompactionError("there is nothing to compact yet (no answer from the model so far)")
+        since = " since the last compaction" if any(is_compacted(m) for m in messages) else " so far"
+        raise CompactionError(f"there is nothing to compact yet (no answer from the model{since})")
     lane = room.summary
     summary_req, summary_count = fit_summary_request(
         lane.model,
@@ -322,7 +320,7 @@ def compact(room: Room) -> Plan | None:
 
 def _says_something(summary: str) -> bool:
     """At least SUMMARY_MIN_WORDS words once aforo's own lines are taken out."""
-    for own in (ACK, COMPACTED_HEADER, SUMMARY_HEADER, EVIDENCE_HEADER, CONTINUE):
+    for own in (COMPACTED_HEADER, SUMMARY_HEADER, EVIDENCE_HEADER, CONTINUE):
         summary = summary.replace(own, " ")
     return len(re.findall(r"\w+", summary)) >= SUMMARY_MIN_WORDS
 
@@ -380,7 +378,6 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
             summary,
             checkpoint,
             tail,
-            mid_run=messages[-1].role == "user",
             evidence_tokens=int(EVIDENCE_SHARE * available),
         )
         after = room.count(room.request.with_messages(compacted))

@@ -2,8 +2,9 @@
 
 The OpenAI chat body and Ollama's /api/chat say a conversation the same way: the system message, then
 for each canonical message an assistant message with its calls, or the tool results as role "tool"
-messages followed by the user's text. Only how a call and a result are written differs: a `Dialect` says
-that, and the walk here does the rest, so the two cannot drift apart.
+messages followed by the user's text (joined to a user turn just before it). Only how a call and a
+result are written differs: a `Dialect` says that, and the walk here does the rest, so the two cannot
+drift apart.
 """
 
 from __future__ import annotations
@@ -29,7 +30,13 @@ def chat_messages(request: Request, dialect: Dialect) -> list[dict[str, Any]]:
         wire.append({"role": "system", "content": request.system_text})
     names: dict[str, str] = {}  # tool_use id -> tool name, for the "tool" messages that answer them
     for message in request.messages:
-        wire.extend(_message(message, dialect, names))
+        for out in _message(message, dialect, names):
+            if out["role"] == "user" and wire and wire[-1]["role"] == "user":
+                # Two user turns in a row (a compacted conversation, then the next request) are one:
+                # some chat templates reject them, and aforo puts no answer of its own between them.
+                wire[-1] = {**wire[-1], "content": f"{wire[-1]['content']}\n\n{out['content']}"}
+            else:
+                wire.append(out)
     return wire
 
 
