@@ -69,6 +69,7 @@ class Ask:
     needs: tuple[str, ...]
     expect: str
     reject: str = ""
+    whole: str = ""  # the line a strict reader wants quoted, where `expect` takes its words only
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,11 @@ FUNCTIONS = {
 }
 MODULES = tuple(FUNCTIONS)
 REPORTS = tuple(f"reports/day{d:02d}.txt" for d in range(1, 13))
-# What each day's INCIDENT line says (after its time and node).
+# Each day's INCIDENT line: its node, and what it says.
+NODES = (
+    *("db-2", "web-4", "db-7", "cache-1", "web-1", "db-3"),
+    *("queue-2", "web-6", "db-5", "cache-3", "web-2", "db-1"),
+)
 INCIDENTS = (
     "replication stopped, 22 s behind",
     "crashed (out of memory), restarted after 19 s",
@@ -229,8 +234,13 @@ TASKS = (
         "long-session",
         "tasks/reports",
         tuple(
-            Ask(f"Read {path} and quote the INCIDENT line.", (path,), re.escape(incident))
-            for path, incident in zip(REPORTS, INCIDENTS, strict=True)
+            Ask(
+                f"Read {path} and quote the INCIDENT line.",
+                (path,),
+                re.escape(incident),
+                whole=f"{node} INCIDENT: {incident}",
+            )
+            for path, node, incident in zip(REPORTS, NODES, INCIDENTS, strict=True)
         ),
         "(d) long session: clearing and compaction",
     ),
@@ -256,6 +266,7 @@ class Row:
     cleared: int = 0
     compacted: int = 0
     request_kept: bool | None = None  # after a compaction: the user's request verbatim
+    whole: int | None = None  # answers that quote the line whole, where the asks say what it is
     answers: list[str] = field(default_factory=list)
 
     @property
@@ -322,6 +333,8 @@ def _score(row: Row, ask: Ask, events: list[dict[str, Any]]) -> None:
     right = re.search(ask.expect, answer, re.I) is not None
     wrong = bool(ask.reject) and re.search(ask.reject, answer, re.I) is not None
     row.correct += right and not wrong and result["ending"] == "end_turn"
+    if ask.whole:
+        row.whole = (row.whole or 0) + (ask.whole.lower() in answer.lower())
     row.turns += int(result["turns"])
     row.tool_calls += int(result["tool_calls"])
     row.endings.append(str(result["ending"]))
@@ -389,6 +402,11 @@ def summary(rows: list[Row]) -> str:
     for r in rows:
         if r.prompts > 1:
             lines.append(f"{r.task}: {r.copied} answers repeat aforo's own text")
+        if r.whole is not None:
+            lines.append(
+                f"{r.task}: {r.correct} of {r.prompts} answers give the line's words, {r.whole} of "
+                f"{r.prompts} the whole line (its node too)"
+            )
         if r.cleared or r.compacted:
             kept = {True: "kept verbatim", False: "NOT kept", None: "(no compaction)"}[r.request_kept]
             lines.append(
