@@ -259,3 +259,13 @@ def messages_from_list(data: Any) -> list[Message]:
     if not isinstance(data, list):
         raise ValueError("messages must be a list")
     return [Message.from_dict(m) for m in data]
+
+
+def add_turn(wire: list[dict[str, Any]], turn: dict[str, Any]) -> None:
+    """Append one chat message to a wire conversation. A user turn right after another is joined to it
+    (a compacted conversation, then the next request; an aborted prompt, then the next one): some chat
+    templates reject two in a row, and aforo writes no answer of its own between them."""
+    if turn["role"] == "user" and wire and wire[-1]["role"] == "user":
+        wire[-1] = {**wire[-1], "content": f"{wire[-1]['content']}\n\n{turn['content']}"}
+    else:
+        wire.append(turn)

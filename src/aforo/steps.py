@@ -20,7 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aforo.messages import Message, Request, TextBlock, ToolResult, ToolSpec, ToolUse, object_schema
+from aforo.messages import (
+    Message,
+    Request,
+    TextBlock,
+    ToolResult,
+    ToolSpec,
+    ToolUse,
+    add_turn,
+    object_schema,
+)
 
 ANSWER = "answer"
 # Calls one step may batch. Without a bound the 0.5B model once listed the same four files over and over
@@ -139,7 +148,7 @@ def render(
 ) -> list[dict[str, str]]:
     """The conversation as plain user/assistant turns in the step form: the model's own turns as the
     JSON it writes, tool results as text naming their call (no tool roles, no call ids), two user
-    turns in a row joined into one.
+    turns in a row joined into one (`add_turn`).
 
     The newest results are followed by the user's `question`, in their words: a small model answers
     what it read last. Measured with Qwen2.5-Coder 0.5B: asked "how many times does the client retry",
@@ -169,10 +178,7 @@ def render(
                 parts.append(block.text)
         if tail and i == len(messages) - 1:
             parts.append(tail)
-        if wire and wire[-1]["role"] == "user":
-            # A compacted conversation and the request after it: one user turn, no answer between.
-            parts.insert(0, wire.pop()["content"])
-        wire.append({"role": "user", "content": "\n\n".join(parts)})
+        add_turn(wire, {"role": "user", "content": "\n\n".join(parts)})
     return wire
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
+from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse, add_turn
 
 
 @dataclass(frozen=True)
@@ -31,12 +31,7 @@ def chat_messages(request: Request, dialect: Dialect) -> list[dict[str, Any]]:
     names: dict[str, str] = {}  # tool_use id -> tool name, for the "tool" messages that answer them
     for message in request.messages:
         for out in _message(message, dialect, names):
-            if out["role"] == "user" and wire and wire[-1]["role"] == "user":
-                # Two user turns in a row (a compacted conversation, then the next request) are one:
-                # some chat templates reject them, and aforo puts no answer of its own between them.
-                wire[-1] = {**wire[-1], "content": f"{wire[-1]['content']}\n\n{out['content']}"}
-            else:
-                wire.append(out)
+            add_turn(wire, out)
     return wire
 
 
