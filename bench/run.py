@@ -12,6 +12,7 @@ BENCHES = (
     "canary.py",
     "redaction.py",
     "textcalls.py",
+    "held_text.py",
     "tools.py",
     "faults_memory.py",
 )

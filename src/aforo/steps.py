@@ -257,7 +257,8 @@ class AnswerStream:
 
     def __init__(self) -> None:
         self.raw: list[str] = []
-        self._head = ""  # what came before the answer's opening quote, while undecided
+        self._head = ""  # the part of the opening `{"answer": "` begun but not complete yet
+        self._part = 0  # how many parts of that opening came whole (blanks between them are dropped)
         self._state = "head"  # head | answer | escape | unicode | done | other
         self._unicode = ""
         self._high = ""  # a high surrogate's \\uXXXX, waiting for its low half
@@ -265,15 +266,10 @@ class AnswerStream:
     def feed(self, piece: str) -> str:
         self.raw.append(piece)
         if self._state == "head":
-            self._head += piece
-            opened = _answer_opening(self._head)
+            opened = self._opening(piece)
             if opened is None:
                 return ""
-            if opened < 0:
-                self._state = "other"
-                return ""
-            self._state = "answer"
-            piece = self._head[opened:]
+            piece = opened
         out: list[str] = []
         for ch in piece:
             if self._state == "answer":
@@ -297,6 +293,27 @@ class AnswerStream:
             else:
                 break
         return "".join(out)
+
+    def _opening(self, piece: str) -> str | None:
+        """The answer's characters in `piece` once `{"answer": "` is complete; None while undecided or
+        when the step is no answer. Blanks already passed are not looked at again."""
+        head, self._head = self._head + piece, ""
+        i = 0
+        while self._part < len(_OPENING):
+            expected = _OPENING[self._part]
+            while i < len(head) and head[i] in _WS:
+                i += 1
+            got = head[i : i + len(expected)]
+            if got != expected[: len(got)]:
+                self._state = "other"
+                return None
+            if len(got) < len(expected):
+                self._head = head[i:]
+                return None
+            i += len(expected)
+            self._part += 1
+        self._state = "answer"
+        return head[i:]
 
     def _code_unit(self, digits: str) -> str:
         try:
@@ -336,19 +353,4 @@ class AnswerStream:
 
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _WS = " \t\r\n"
-
-
-def _answer_opening(head: str) -> int | None:
-    """Where the answer's characters start in `head` (just past `{"answer": "`), -1 when `head` cannot
-    be the start of an answer step, None while it may still become one."""
-    i = 0
-    for expected in ("{", f'"{ANSWER}"', ":", '"'):
-        while i < len(head) and head[i] in _WS:
-            i += 1
-        got = head[i : i + len(expected)]
-        if got != expected[: len(got)]:
-            return -1
-        if len(got) < len(expected):
-            return None
-        i += len(expected)
-    return i
+_OPENING = ("{", f'"{ANSWER}"', ":", '"')

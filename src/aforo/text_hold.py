@@ -21,13 +21,14 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from aforo.bracket_scan import FAILED, BracketScan
 from aforo.providers.textcalls import extract_text_tool_calls
 
 Kind = Literal["fence", "tag", "bare"]
 _FENCE, _TAG_OPEN, _TAG_CLOSE = "```", "<tool_call>", "</tool_call>"
-# A piece held longer than this without closing is released: calls are short (a path, a pattern). For a
-# bare `{"` in prose this keeps the rest of the answer flowing; for a long code fence it bounds the wait
-# (and the work: the held text is searched again as it grows).
+# A piece longer than this is released: calls are short (a path, a pattern). For a bare `{"` in prose
+# this keeps the rest of the answer flowing; for a long code fence it bounds the wait. The work does not
+# depend on them: each character is scanned once (`BracketScan`, `_NextFind`), however the answer comes.
 BARE_HOLD_CHARS = 2_000
 BLOCK_HOLD_CHARS = 32_000
 _OPENER = re.compile(r"[`<{\[]")
@@ -47,55 +48,77 @@ class TextHold:
 
     def __init__(self, tool_names: Collection[str]) -> None:
         self.tools = tool_names
-        # The undecided text: everything decided before it was shown or kept as a call, and dropped.
-        self._text = ""
-        self._holding: Kind | None = None  # the held piece starts at 0 of `_text`
+        # The answer's text from position `_base` on; `_pos` is where the undecided text starts: what
+        # came before it was shown or kept as a call. Positions count from the answer's start.
+        self._buf = ""
+        self._base = 0
+        self._pos = 0
+        self._holding: Kind | None = None  # the held piece starts at `_pos`
         self._in_code = False  # inside a fence released as too long: its closing ``` is no opener
         self._held: list[Held] = []
+        self._brackets = BracketScan()
+        self._closers = {_FENCE: _NextFind(_FENCE), _TAG_CLOSE: _NextFind(_TAG_CLOSE)}
+
+    @property
+    def scanned(self) -> int:
+        """Characters looked at one by one or searched so far (the linear-time checks count them)."""
+        return self._brackets.scanned + sum(f.searched for f in self._closers.values())
 
     # --- streaming ---------------------------------------------------------------------------------
 
     def feed(self, piece: str) -> str:
         """Take the next piece of the answer; return the text that can be shown now."""
-        self._text += piece
+        if self._pos - self._base > len(self._buf) // 2:  # drop the decided text now and then: linear
+            self._buf, self._base = self._buf[self._pos - self._base :], self._pos
+        self._buf += piece
         return self._run(final=False)
+
+    @property
+    def _end(self) -> int:
+        return self._base + len(self._buf)
+
+    def _text(self, start: int, stop: int | None = None) -> str:
+        return self._buf[start - self._base : (self._end if stop is None else stop) - self._base]
 
     def _run(self, *, final: bool) -> str:
         out: list[str] = []
-        while self._text:
+        while self._pos < self._end:
             if self._holding is None:
                 if not self._scan(out):
                     break
             elif not self._decide(out, final=final):
                 break
+        self._brackets.forget(self._pos)
         return "".join(out)
+
+    def _show(self, out: list[str], stop: int) -> None:
+        out.append(self._text(self._pos, stop))
+        self._pos = stop
 
     def _scan(self, out: list[str]) -> bool:
         """Show the text up to the next place a call could begin; True when holding starts there."""
-        text = self._text
+        buf, base = self._buf, self._base
         if self._in_code:
-            close = text.find(_FENCE)
+            close = buf.find(_FENCE, self._pos - base)
             if close < 0:
-                keep = len(text) - len(text.rstrip("`"))  # a closing fence may be split across pieces
-                out.append(text[: len(text) - keep])
-                self._text = text[len(text) - keep :]
+                keep = len(buf) - len(buf.rstrip("`"))  # a closing fence may be split across pieces
+                self._show(out, max(self._pos, self._end - keep))
                 return False
-            out.append(text[: close + len(_FENCE)])
-            self._text, self._in_code = text[close + len(_FENCE) :], False
+            self._show(out, base + close + len(_FENCE))
+            self._in_code = False
             return True
-        for m in _OPENER.finditer(text):
+        for m in _OPENER.finditer(buf, self._pos - base):
             i, c = m.start(), m.group()
             kind: Kind | None = "bare"
             if c == "`":
-                kind = "fence" if _opens(text, i, _FENCE) else None
+                kind = "fence" if _opens(buf, i, _FENCE) else None
             elif c == "<":
-                kind = "tag" if _opens(text, i, _TAG_OPEN) else None
+                kind = "tag" if _opens(buf, i, _TAG_OPEN) else None
             if kind is not None:
-                out.append(text[:i])
-                self._text, self._holding = text[i:], kind
+                self._show(out, base + i)
+                self._holding = kind
                 return True
-        out.append(text)
-        self._text = ""
+        self._show(out, self._end)
         return False
 
     def _decide(self, out: list[str], *, final: bool) -> bool:
@@ -104,41 +127,47 @@ class TextHold:
         if end is None:
             return False
         if end < 0:  # it cannot be a call
-            if self._holding == "fence" and self._text.startswith(_FENCE):
+            if self._holding == "fence" and self._buf.startswith(_FENCE, self._pos - self._base):
                 # A code block too long to be a call: shown as it comes, up to its closing fence.
-                out.append(_FENCE)
-                self._text, self._in_code = self._text[len(_FENCE) :], True
+                self._show(out, self._pos + len(_FENCE))
+                self._in_code = True
             else:  # release the opening character and scan on from the next one
-                out.append(self._text[0])
-                self._text = self._text[1:]
+                self._show(out, self._pos + 1)
             self._holding = None
             return True
-        piece, self._text = self._text[:end], self._text[end:]
+        piece = self._text(self._pos, end)
         _rest, calls = extract_text_tool_calls(piece, self.tools)
         if calls:
             self._held.append(Held(piece, self._holding or "bare", tuple(calls)))
+            self._pos = end
         else:
-            out.append(piece)
+            self._show(out, end)
         self._holding = None
         return True
 
     def _end_of_piece(self, final: bool) -> int | None:
-        """Where the held piece ends; None: not known yet; -1: it cannot be a call."""
-        text, kind = self._text, self._holding
+        """Where the held piece ends (a position); None: not known yet; -1: it cannot be a call.
+
+        A piece longer than its limit cannot be a call, wherever its end would come: the same answer
+        whatever the stream's pieces, and each opener looks no further than its limit."""
+        pos, end_of_text, kind = self._pos, self._end, self._holding
+        end: int | None
         if kind == "bare":
-            end = _balanced_end(text)
-            if end is None and len(text) > BARE_HOLD_CHARS:
+            self._brackets.scan(self._buf, self._base, min(end_of_text, pos + BARE_HOLD_CHARS))
+            end = self._brackets.end(pos)
+            if end == FAILED or (end is None and end_of_text - pos > BARE_HOLD_CHARS):
                 return -1
         else:
             opener, closer = (_FENCE, _FENCE) if kind == "fence" else (_TAG_OPEN, _TAG_CLOSE)
-            if not text.startswith(opener):
-                end = -1 if not opener.startswith(text) else None
+            if not self._buf.startswith(opener, pos - self._base):
+                end = -1 if not opener.startswith(self._text(pos)) else None
             else:
-                close = text.find(closer, len(opener))
+                stop = min(end_of_text, pos + BLOCK_HOLD_CHARS)
+                close = self._closers[closer].find(self._buf, self._base, pos + len(opener), stop)
                 end = close + len(closer) if close >= 0 else None
-                if end is None and len(text) > BLOCK_HOLD_CHARS:
+                if end is None and end_of_text - pos > BLOCK_HOLD_CHARS:
                     return -1
-        return len(text) if end is None and final else end
+        return end_of_text if end is None and final else end
 
     # --- the end of the answer ---------------------------------------------------------------------
 
@@ -160,44 +189,29 @@ class TextHold:
         return shown + "".join(late), calls
 
 
+class _NextFind:
+    """The first `needle` at or after a position, for positions asked in increasing order: what was
+    searched once is not searched again (a cache of `str.find`)."""
+
+    def __init__(self, needle: str) -> None:
+        self.needle = needle
+        self.searched = 0  # characters searched (the linear-time checks count them)
+        # The first needle at or after `_lo` that ends by `_hi` is at `_found` (-1: none).
+        self._lo = self._hi = 0
+        self._found = -1
+
+    def find(self, buf: str, base: int, at: int, stop: int) -> int:
+        """The position of the first `needle` at or after `at` that ends by `stop`; -1: none."""
+        n = len(self.needle)
+        if self._found >= at >= self._lo:
+            return self._found if self._found + n <= stop else -1
+        start = max(at, self._hi - n + 1) if self._found < 0 and self._lo <= at else at
+        i = buf.find(self.needle, start - base, stop - base)
+        self._lo, self._hi, self._found = at, stop, (-1 if i < 0 else i + base)
+        self.searched += max(0, (stop if i < 0 else self._found + n) - start)
+        return self._found
+
+
 def _opens(text: str, i: int, opener: str) -> bool:
     """`opener` starts at `i`, or the text ends with a beginning of it (the rest may come next)."""
     return text.startswith(opener, i) or (len(text) - i < len(opener) and opener.startswith(text[i:]))
-
-
-def _balanced_end(text: str) -> int | None:
-    """The end of the JSON-like brackets `text` opens with; None: still open; -1: they cannot be JSON.
-
-    Strings are skipped whole (their brackets do not count), as the parser's scanner does; a newline
-    inside a string or a closer that does not match ends any chance of JSON. After the opener the next
-    non-blank character must begin a key (`{"`) or an element that could be a call (`[{`, `[[`).
-    """
-    stack: list[str] = []
-    in_string = escaped = False
-    first = True
-    for i, c in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif c == "\\":
-                escaped = True
-            elif c == '"':
-                in_string = False
-            elif c == "\n":
-                return -1
-            continue
-        if first and i > 0 and not c.isspace():
-            first = False
-            allowed = '"}' if text[0] == "{" else "{[]"
-            if c not in allowed:
-                return -1
-        if c == '"':
-            in_string = True
-        elif c in "{[":
-            stack.append("}" if c == "{" else "]")
-        elif c in "}]":
-            if not stack or stack.pop() != c:
-                return -1
-            if not stack:
-                return i + 1
-    return None
