@@ -43,6 +43,14 @@ def limit(name: str, value: int | float, unit: str, what: str, setting: str | No
 
 
 JSON_DEPTH = limit("json_depth", 64, "levels", "nesting of JSON from servers, text calls or state files")
+# What SQLite (the telemetry) and most JSON readers hold; Python would read any integer, up to 4 300
+# digits, then raise ValueError past them.
+JSON_INTEGER = limit(
+    "json_integer",
+    2**63 - 1,
+    "in magnitude",
+    "an integer in JSON from servers, text calls or state files (int64)",
+)
 TOOL_SECONDS = limit("tool_seconds", 30, "seconds", "wall time of one tool call")
 READ_BYTES = limit("read_bytes", 256 * MiB, "bytes", "file bytes one Read call scans")
 AGENTS_MD_BYTES = limit("agents_md_bytes", 16_000, "bytes", "AGENTS.md bytes put in the system prompt")
@@ -93,6 +101,13 @@ RESPONSE_BYTES = limit(
     16 * MiB,
     "bytes",
     "a server answer read whole (error bodies, discovery, counts, probes), decompressed",
+)
+# Past any window (10M tokens) by far, and small enough that sums of a session's reports stay int64.
+USAGE_TOKENS = limit(
+    "usage_tokens",
+    2**40,
+    "tokens",
+    "one count in a server's usage report; a report past it is ignored, with a warning",
 )
 RETRY_AFTER = limit(
     "retry_after", 30, "seconds", "the longest `Retry-After` aforo waits for; longer, it says when to retry"

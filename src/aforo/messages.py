@@ -206,6 +206,8 @@ class MessageEnd:
     timings: dict[str, Any] = field(default_factory=dict)
     # The model the server says served this answer (its response's own `model`); "" when it does not say.
     model: str = ""
+    # Why the server's usage report was not taken (a count no server can mean), `usage` then empty.
+    usage_refused: str = ""
 
 
 StreamEvent = StreamText | StreamToolCall | StreamProgress | MessageEnd

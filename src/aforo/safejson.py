@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 from aforo.errors import LimitExceeded
-from aforo.limits import JSON_DEPTH, Limit
+from aforo.limits import JSON_DEPTH, JSON_INTEGER, Limit
 
 # A whole string (escapes included; an unterminated one runs to the end), or one bracket. Possessive
 # quantifiers: a string is consumed once, never re-tried shorter, so the scan stays linear.
@@ -53,6 +54,8 @@ def loads(
     what: str = "JSON",
     limit: Limit = JSON_DEPTH,
     raising: type[LimitExceeded] = LimitExceeded,
+    *,
+    large_as_text: bool = False,
 ) -> Any:
     """`json.loads` for untrusted input: `raising` (a `LimitExceeded`) when nested deeper than `limit`.
 
@@ -60,7 +63,31 @@ def loads(
     decoded as `json.loads` decodes them (UTF-8, -16 or -32, detected). aforo's own state files use
     `STATE_JSON_DEPTH`, which leaves room for a tool input `JSON_DEPTH` deep inside a session; the
     boundaries pass the LimitExceeded subclass their callers handle (a server's, a state file's).
+
+    An integer past `json_integer` is refused with `raising`, or with `large_as_text` kept as its digits
+    (a str): a server's document stays readable, and nothing can add, store or use that number as one.
     """
     text = data.decode(json.detect_encoding(data), "surrogatepass") if not isinstance(data, str) else data
     check_depth(text, what, limit, raising)
-    return json.loads(text)
+    return json.loads(text, parse_int=integers(what, raising, large_as_text=large_as_text))
+
+
+_INT64_DIGITS = len(str(JSON_INTEGER.value))
+
+
+def integers(
+    what: str, raising: type[LimitExceeded] = LimitExceeded, *, large_as_text: bool = False
+) -> Callable[[str], int | str]:
+    """`int` for the parser, within `json_integer`: checked here, once, so nothing that stores or adds
+    them (the telemetry's SQLite, a count) meets one it cannot hold, and the digits are counted before
+    `int` reads them (past 4 300 it raises ValueError, which would pass for a syntax error)."""
+
+    def parse(literal: str) -> int | str:
+        digits = len(literal) - literal.startswith("-")
+        if digits <= _INT64_DIGITS and abs(value := int(literal)) <= JSON_INTEGER.value:
+            return value
+        if large_as_text:
+            return literal
+        raise raising(JSON_INTEGER, f"{what} holds an integer of {digits:,} digits")
+
+    return parse

@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from aforo import safejson
+from aforo.errors import LimitExceeded
 from aforo.messages import (
     Message,
     Request,
@@ -236,8 +238,8 @@ class Step:
 def parse(text: str, tools: Sequence[ToolSpec]) -> Step | None:
     """The step `text` holds, or None when it is not one (a server that ignored the schema)."""
     try:
-        value = json.loads(text)
-    except ValueError:
+        value = safejson.loads(text, "the model's step")
+    except (ValueError, LimitExceeded):
         return None
     if not isinstance(value, dict):
         return None

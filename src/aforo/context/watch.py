@@ -73,7 +73,7 @@ class Watch:
         self, request: Request, end: MessageEnd, provider: Provider, exact: int | None, window: int
     ) -> Observation:
         cur = Sample(end.usage.prompt_tokens, self.meter.raw(request))
-        why = impossible(cur, window=window, window_known=self.window_known, exact=exact)
+        why = end.usage_refused or impossible(cur, window=window, window_known=self.window_known, exact=exact)
         if why is not None:
             # Treated as no report at all: it neither calibrates nor judges truncation.
             self._tell_impossible(why)

@@ -40,6 +40,7 @@ from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, lines, read_body, s
 from aforo.wire.chat import Dialect, chat_messages
 from aforo.wire.http import answer_failure, get_json_quiet, normalize_base_url, status_error
 from aforo.wire.openai_chat import tools_to_openai
+from aforo.wire.usage import UsageReader
 
 # The first release whose /api/chat accepts "truncate": false (older ones would truncate anyway).
 TRUNCATE_FLAG_SINCE = (0, 12, 6)
@@ -82,10 +83,6 @@ OLLAMA = Dialect(_call, _result, calls_only="")
 
 def messages_to_ollama(request: Request) -> list[dict[str, Any]]:
     return chat_messages(request, OLLAMA)
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 class OllamaProvider(Closing):
@@ -222,8 +219,10 @@ class OllamaProvider(Closing):
         reason = DONE_REASONS.get(str(chunk.get("done_reason") or "stop"), "end_turn")
         if has_calls and reason == "end_turn":
             reason = "tool_use"
+        read = UsageReader()
         usage = Usage(
-            input_tokens=_count(chunk.get("prompt_eval_count")), output_tokens=_count(chunk.get("eval_count"))
+            input_tokens=read.count(chunk.get("prompt_eval_count")),
+            output_tokens=read.count(chunk.get("eval_count")),
         )
         timings = {
             k: chunk[k]
@@ -231,7 +230,8 @@ class OllamaProvider(Closing):
             if isinstance(chunk.get(k), int)
         }
         served = chunk.get("model")
-        return MessageEnd(usage, reason, timings, served if isinstance(served, str) else "")
+        served = served if isinstance(served, str) else ""
+        return MessageEnd(Usage() if read.refused else usage, reason, timings, served, read.refused)
 
     def _status_error(
         self, status: int, body: str, model: str, headers: Mapping[str, str] | None = None

@@ -36,6 +36,7 @@ from aforo.wire.body import JSON_HEADERS, encode_body
 from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, lines, read_body, server_json, sse_data
 from aforo.wire.http import answer_failure, status_error
 from aforo.wire.openai_chat import chat_body
+from aforo.wire.usage import UsageReader
 
 FINISH_REASONS: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -57,18 +58,19 @@ def _count(value: Any) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
-def usage_from_openai(usage: dict[str, Any] | None) -> Usage:
-    """OpenAI usage -> ours; cached prompt tokens are split out of `input_tokens`."""
+def usage_from_openai(usage: dict[str, Any] | None) -> tuple[Usage, str]:
+    """OpenAI usage -> ours; cached prompt tokens are split out of `input_tokens`. With it, why the
+    report was refused ("" when taken; `wire.usage`)."""
     if not usage:
-        return Usage()
-    prompt = _count(usage.get("prompt_tokens"))
+        return Usage(), ""
+    read = UsageReader()
+    prompt = read.count(usage.get("prompt_tokens"))
     details = usage.get("prompt_tokens_details")
-    cached = min(_count(details.get("cached_tokens")), prompt) if isinstance(details, dict) else 0
-    return Usage(
-        input_tokens=prompt - cached,
-        cache_read_tokens=cached,
-        output_tokens=_count(usage.get("completion_tokens")),
-    )
+    cached = min(read.count(details.get("cached_tokens")), prompt) if isinstance(details, dict) else 0
+    output = read.count(usage.get("completion_tokens"))
+    if read.refused:
+        return Usage(), read.refused
+    return Usage(input_tokens=prompt - cached, cache_read_tokens=cached, output_tokens=output), ""
 
 
 def _merge(current: str, piece: Any) -> str:
@@ -188,7 +190,8 @@ class _Answer:
         reason = FINISH_REASONS.get(self.finish, "end_turn")
         if self.calls and reason == "end_turn":
             reason = "tool_use"
-        yield MessageEnd(usage_from_openai(self.usage), reason, dict(self.timings), self.served)
+        usage, refused = usage_from_openai(self.usage)
+        yield MessageEnd(usage, reason, dict(self.timings), self.served, usage_refused=refused)
 
 
 class OpenAICompatProvider(Closing):

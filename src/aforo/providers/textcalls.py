@@ -42,6 +42,7 @@ _BRACKET_STOP = re.compile(r'[\[\]{}"]')
 # The rest of a JSON string after its opening quote; None when a newline or the end comes first.
 _STRING_REST = re.compile(r'[^"\\\n]*+(?:\\.[^"\\\n]*+)*+"')
 _LITERAL_BRACKETS = re.compile(r"[\[\]{}()]")
+_INTEGERS = safejson.integers("a tool call written as text")
 
 
 def _canonical(name: Any, tools: Collection[str]) -> str | None:
@@ -155,8 +156,8 @@ def _json_values(text: str) -> list[tuple[int, int, Any]]:
         if start < taken or depth > JSON_DEPTH.value:
             continue
         try:
-            value = json.loads(text[start:end])
-        except ValueError:
+            value = json.loads(text[start:end], parse_int=_INTEGERS)
+        except (ValueError, LimitExceeded):  # an integer past `json_integer` is no call's either
             continue
         found.append((start, end, value))
         taken = end

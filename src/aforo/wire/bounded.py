@@ -172,5 +172,6 @@ def read_body(
 
 
 def server_json(text: str, what: str) -> Any:
-    """JSON a server sent, parsed within the `json_depth` limit; ValueError when it is not JSON."""
-    return safejson.loads(text, what, JSON_DEPTH, ServerLimitExceeded)
+    """JSON a server sent, parsed within the `json_depth` limit; ValueError when it is not JSON. An
+    integer past `json_integer` is read as its digits (a str), which no count takes (`usage_count`)."""
+    return safejson.loads(text, what, JSON_DEPTH, ServerLimitExceeded, large_as_text=True)

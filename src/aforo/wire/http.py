@@ -130,7 +130,7 @@ def get_json_quiet(client: httpx.Client, url: str, timeout: float = DISCOVERY_TI
         with client.stream("GET", url, timeout=timeout) as response:
             if response.status_code >= 300:
                 return None
-            return safejson.loads(read_body(response, url), f"the answer of {url}")
+            return server_json(read_body(response, url), f"the answer of {url}")
     except (httpx.HTTPError, ValueError, LimitExceeded):
         return None
 
