@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -194,6 +194,38 @@ class _Answer:
         yield MessageEnd(usage, reason, dict(self.timings), self.served, usage_refused=refused)
 
 
+_SSE_FIELDS = frozenset({"data", "event", "id", "retry"})
+
+
+class _Body:
+    """What a streamed body held, for the error when it holds no event: a body of something else (HTML,
+    bytes in an encoding httpx cannot decode) is no empty stream, whose advice (the window) would mislead."""
+
+    def __init__(self, encoding: str) -> None:
+        self.encoding = encoding
+        self.size = 0
+        self.stray: str | None = None  # the first line that is no SSE field, comment or blank
+
+    def count(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
+        for chunk in chunks:
+            self.size += len(chunk)
+            yield chunk
+
+    def lines(self, lines: Iterable[str]) -> Iterator[str]:
+        for line in lines:
+            field = line.partition(":")[0]
+            if self.stray is None and line and field and field not in _SSE_FIELDS:  # ":…" is a comment
+                self.stray = line
+            yield line
+
+    def describe(self) -> str:
+        encoded = f", Content-Encoding {self.encoding!r}" if self.encoding else ""
+        return (
+            f"a body that is not an event stream: {self.size:,} bytes{encoded}, starting "
+            f"{(self.stray or '')[:60]!r}"
+        )
+
+
 class OpenAICompatProvider(Closing):
     """Streams chat completions from any OpenAI-compatible server."""
 
@@ -265,7 +297,10 @@ class OpenAICompatProvider(Closing):
                     raise ProtocolError(
                         f"{self.url} did not answer with an event stream (Content-Type {content_type!r})"
                     )
-                for data in sse_data(lines(budget.metered(response.iter_bytes()), self.url)):
+                received = _Body(response.headers.get("content-encoding", ""))
+                for data in sse_data(
+                    received.lines(lines(received.count(budget.metered(response.iter_bytes())), self.url))
+                ):
                     if cancel is not None and cancel.is_set():
                         return
                     data = data.strip()
@@ -276,6 +311,8 @@ class OpenAICompatProvider(Closing):
                     for text in answer.feed(self._json(data)):
                         yield StreamText(text)
                     yield from answer.progressed()
+                if answer.chunks == 0 and received.stray is not None:
+                    raise ProtocolError(f"{self.url}: the server answered 200 with {received.describe()}")
                 yield from answer.end()
         except httpx.TransportError as exc:
             raise answer_failure(exc, self.base_url, budget, self.deadlines.read) from exc
