@@ -25,6 +25,7 @@ from aforo.bracket_scan import FAILED, BracketScan
 from aforo.providers.textcalls import extract_text_tool_calls
 
 Kind = Literal["fence", "tag", "bare"]
+Call = tuple[str, dict[str, Any]]
 _FENCE, _TAG_OPEN, _TAG_CLOSE = "```", "<tool_call>", "</tool_call>"
 # A piece longer than this is released: calls are short (a path, a pattern). For a bare `{"` in prose
 # this keeps the rest of the answer flowing; for a long code fence it bounds the wait. The work does not
@@ -40,7 +41,7 @@ class Held:
 
     text: str
     kind: Kind
-    calls: tuple[tuple[str, dict[str, Any]], ...]
+    calls: tuple[Call, ...]
 
 
 class TextHold:
@@ -171,7 +172,7 @@ class TextHold:
 
     # --- the end of the answer ---------------------------------------------------------------------
 
-    def settle(self, run: Sequence[tuple[str, dict[str, Any]]]) -> tuple[str, list[Held]]:
+    def settle(self, run: Sequence[Call]) -> tuple[str, list[Held]]:
         """The stream has ended and the agent will run the text calls `run`: the text still to show (what
         was held and is no call, in order) and the pieces that are calls, for their own event."""
         shown = self._run(final=True)
@@ -179,12 +180,12 @@ class TextHold:
         late: list[str] = []
         remaining = list(run)
         for held in self._held:
-            if all(call in remaining for call in held.calls):
-                for call in held.calls:
-                    remaining.remove(call)
-                calls.append(held)
-            else:
+            left = _without(remaining, held.calls)
+            if left is None:
                 late.append(held.text)
+            else:
+                remaining = left
+                calls.append(held)
         self._held = []
         return shown + "".join(late), calls
 
@@ -210,6 +211,17 @@ class _NextFind:
         self._lo, self._hi, self._found = at, stop, (-1 if i < 0 else i + base)
         self.searched += max(0, (stop if i < 0 else self._found + n) - start)
         return self._found
+
+
+def _without(calls: list[Call], taken: Sequence[Call]) -> list[Call] | None:
+    """`calls` without one of each of `taken` (a piece that repeats a call needs it run twice), or None
+    when one of them is not there."""
+    left = list(calls)
+    for call in taken:
+        if call not in left:
+            return None
+        left.remove(call)
+    return left
 
 
 def _opens(text: str, i: int, opener: str) -> bool:

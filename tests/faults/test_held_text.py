@@ -91,3 +91,12 @@ def test_an_answer_step_padded_with_blanks_is_not_looked_at_again() -> None:
         shown = stream.feed(piece)
         assert len(stream._head) <= len('"answer"')
     assert shown == "hi" and stream.streaming_answer
+
+
+def test_a_held_piece_that_repeats_a_call_run_once_is_shown_not_a_crash() -> None:
+    # Found by the stress of the property above: settling took the one call run twice (ValueError).
+    hold = TextHold(TOOLS)
+    listed = f"[{CALL}, {CALL}]"
+    assert hold.feed(f"Reading: {listed}") == "Reading: "
+    late, held = hold.settle([("Read", {"file_path": "a.py"})])
+    assert late == listed and held == []

@@ -127,9 +127,9 @@ class ReferenceHold:
         late: list[str] = []
         remaining = list(run)
         for held in self._held:
-            if all(call in remaining for call in held.calls):
-                for call in held.calls:
-                    remaining.remove(call)
+            left = list(remaining)  # as fixed in TextHold: a piece that repeats a call needs it run twice
+            if all(call in left and left.remove(call) is None for call in held.calls):
+                remaining = left
                 calls.append(held)
             else:
                 late.append(held.text)
