@@ -39,6 +39,7 @@ class _Scan:
     tops: list[_Bracket]
     in_string: bool = False
     escaped: bool = False
+    kept: int = 0  # how many tops were left when forgotten ones were last dropped
 
     @property
     def state(self) -> tuple[bool, bool]:
@@ -49,7 +50,7 @@ class _Scan:
 class BracketScan:
     """Feed it the text as it grows (`scan`), ask it about openers at increasing positions (`end`)."""
 
-    scanned: int = 0  # characters looked at (the linear-time checks count them)
+    scanned: int = 0  # characters and brackets looked at (the linear-time checks count them)
     _at: int = 0  # the position of the next character to scan
     _scans: list[_Scan] = field(default_factory=list)
     _brackets: dict[int, _Bracket] = field(default_factory=dict)
@@ -83,6 +84,11 @@ class BracketScan:
             bracket = self._order.popleft()
             del self._brackets[bracket.at]
             bracket.below.clear()
+        for scan in self._scans:
+            if len(scan.tops) > 2 * scan.kept + 16:  # now and then, so each top costs O(1) here
+                self.scanned += len(scan.tops)
+                scan.tops = [top for top in scan.tops if top.at >= before]
+                scan.kept = len(scan.tops)
         if self._at < before:
             self._scans, self._first, self._at = [], None, before
 
@@ -125,6 +131,7 @@ class BracketScan:
             scan.tops = [bracket]
 
     def _pop(self, scan: _Scan, c: str, i: int) -> None:
+        self.scanned += len(scan.tops)
         tops: list[_Bracket] = []
         for top in scan.tops:
             if top.closer != c:
@@ -156,6 +163,9 @@ class BracketScan:
             same = by_state.get(scan.state)
             if same is None:
                 by_state[scan.state] = scan
-            else:
-                same.tops = same.tops + scan.tops
+            else:  # the shorter list goes into the longer one: each top moves O(log n) times
+                small, large = sorted((same.tops, scan.tops), key=len)
+                self.scanned += len(small)
+                large += small
+                same.tops = large
         self._scans = list(by_state.values())

@@ -154,6 +154,7 @@ class TextHold:
         pos, end_of_text, kind = self._pos, self._end, self._holding
         end: int | None
         if kind == "bare":
+            self._brackets.forget(pos)
             self._brackets.scan(self._buf, self._base, min(end_of_text, pos + BARE_HOLD_CHARS))
             end = self._brackets.end(pos)
             if end == FAILED or (end is None and end_of_text - pos > BARE_HOLD_CHARS):

@@ -20,7 +20,9 @@ from support.text_hold_reference import ReferenceHold
 
 TOOLS = ("Read", "Glob", "Grep", "LS")
 CALL = '{"name": "Read", "arguments": {"file_path": "a.py"}}'
-OPENERS = ('{"name":"Read","arguments":', '{"a":', "[", "[[", '{"', "<tool_call>", "```", '{"x{": ')
+# The issue's two, bare brackets, and openers inside the strings of the scans before them (`a{"\"`: each
+# `{` starts a scan that then meets the others at the escaped quote).
+OPENERS = ('{"name":"Read","arguments":', '{"a":', "[", "[[", '{"', "<tool_call>", "```", '{"x{": ', 'a{"\\"')
 # The pieces adversarial answers are made of: openers that never close, strings that break or escape
 # their quotes (so scans started at different openers disagree on what is a string), calls, fences.
 ATOMS = (
