@@ -8,11 +8,13 @@ brackets on top, the same strings), so it closes when that scan pops it and fail
 An opener inside every running scan's string starts a scan of its own. Scans in the same state (outside
 a string, inside one, just after a backslash in one) see the same future: they become one, whose
 brackets below the point they met fork (a graph-structured stack: a bracket's `below` lists one bracket
-per scan that met there). So at most three scans run, each character is looked at once by each, and each
-bracket is pushed, popped or failed once: linear time whatever the text.
+per scan that met there). So at most three scans run, each character is looked at once by each, each
+bracket is pushed, popped or failed once, and where scans meet the shorter list of brackets joins the
+longer: linear time whatever the text (n log n at worst for the joins).
 
-The results are a cache of the simple rule (`TextHold` checks it against that rule, the property test
-too): forgetting the brackets before a position only makes later openers start scans of their own.
+The results are a cache of the simple rule, each opener scanned on its own (the property test holds the
+two together: tests/support/text_hold_reference.py): forgetting the brackets before a position only
+makes later openers start scans of their own.
 """
 
 from __future__ import annotations
