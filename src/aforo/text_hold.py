@@ -69,9 +69,11 @@ class TextHold:
 
     def feed(self, piece: str) -> str:
         """Take the next piece of the answer; return the text that can be shown now."""
-        if self._pos - self._base > len(self._buf) // 2:  # drop the decided text now and then: linear
-            self._buf, self._base = self._buf[self._pos - self._base :], self._pos
-        self._buf += piece
+        buf, self._buf = self._buf, ""  # the one reference: CPython appends in place, not a copy
+        if self._pos - self._base > len(buf) // 2:  # drop the decided text now and then: linear
+            buf, self._base = buf[self._pos - self._base :], self._pos
+        buf += piece
+        self._buf = buf
         return self._run(final=False)
 
     @property
