@@ -88,6 +88,11 @@ READ_TIMEOUT = limit(
     "the server's silence while it answers (prompt processing included)",
     setting="--read-timeout SECONDS or read_timeout in the config file",
 )
+# A server encodes an answer once (gzip); a proxy may encode it again. Each layer is inflated within
+# the answer's budget; more layers would only cost a decompressor each.
+CONTENT_ENCODINGS = limit(
+    "content_encodings", 3, "layers", "Content-Encoding steps of one server answer (gzip, deflate)"
+)
 RESPONSE_BYTES = limit(
     "response_bytes",
     16 * MiB,

@@ -262,7 +262,7 @@ class OpenAICompatProvider(Closing):
                     raise ProtocolError(
                         f"{self.url} did not answer with an event stream (Content-Type {content_type!r})"
                     )
-                for data in sse_data(lines(budget.metered(response.iter_bytes()), self.url)):
+                for data in sse_data(lines(budget.metered(response), self.url)):
                     if cancel is not None and cancel.is_set():
                         return
                     data = data.strip()

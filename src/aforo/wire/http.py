@@ -125,13 +125,14 @@ def status_error(
 
 
 def get_json_quiet(client: httpx.Client, url: str, timeout: float = DISCOVERY_TIMEOUT) -> Any | None:
-    """GET a JSON document; any failure (refused, timeout, non-2xx, not JSON, too big) is None."""
+    """GET a JSON document; any failure (refused, timeout, non-2xx, not JSON, badly encoded, too big)
+    is None."""
     try:
         with client.stream("GET", url, timeout=timeout) as response:
             if response.status_code >= 300:
                 return None
             return safejson.loads(read_body(response, url), f"the answer of {url}")
-    except (httpx.HTTPError, ValueError, LimitExceeded):
+    except (httpx.HTTPError, ValueError, LimitExceeded, ProtocolError):
         return None
 
 
