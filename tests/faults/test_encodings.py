@@ -15,6 +15,8 @@ import httpx
 import pytest
 from starlette.responses import Response
 
+from aforo.cli.first_contact import unreachable
+from aforo.cli.subcommands import _unreachable
 from aforo.errors import ProtocolError, ServerLimitExceeded
 from aforo.messages import Message, Request, StreamText
 from aforo.providers.ollama import OllamaProvider
@@ -122,6 +124,26 @@ def test_a_double_gzip_bomb_in_a_discovery_answer_is_no_answer(client: httpx.Cli
         finally:
             tracemalloc.stop()
     assert peak < BOUNDED + 16 * MiB
+
+
+@pytest.mark.parametrize("asker", ["first contact", "aforo models"])
+def test_whether_a_bomb_server_answers_is_known_without_its_body(client: httpx.Client, asker: str) -> None:
+    # Is a server there at all? (first contact; `aforo models` when it lists no model.) httpx's get
+    # read the whole body to say so: the bomb held whole.
+    wire = layered_bomb(512 * MiB, b" " * MiB, 2)
+    with LiveServer(
+        misbehaving_app(lambda n: ok_sse(), discovery=lambda n: streamed("openai", wire, "gzip, gzip"))
+    ) as server:
+        tracemalloc.start()
+        try:
+            if asker == "first contact":
+                assert unreachable(server.url) is None
+            else:
+                assert _unreachable(client, f"{server.url}/v1/models") is None
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < BOUNDED
 
 
 def test_the_inner_layer_is_counted_before_the_outer_one_is_inflated_further(
