@@ -1,9 +1,13 @@
-"""Peak memory of the whole fault suite (tests/faults): gzip bombs, endless streams, 50 MB lines.
+"""Peak memory of the whole fault suite (tests/faults): gzip bombs (double and triple gzip too), endless
+streams, 50 MB lines, ripgrep over a 200 000-line .gitignore.
 
 Before the stream limits one unterminated line or one 3 MB gzip body that inflates to 3 GiB took
-13.5-14 GB. The suite runs in a child process; its largest resident set (that of pytest, which holds the
-test servers and the providers in its threads, or of any aforo it started) is what the kernel reports
-for the finished children. Target: under 500 MB.
+13.5-14 GB; before each Content-Encoding layer was inflated in steps, a double-gzipped 512 MiB bomb of
+a few KB held 1 GiB (4 GiB: a MemoryError); before ripgrep's memory cap, that .gitignore took it to
+3.8 GB (the suite caps it lower: 32-256 MiB of child_memory_bytes). The suite runs in a child
+process; its largest resident set (that of pytest, which holds the test servers and the providers in
+its threads, or of any aforo or ripgrep it started) is what the kernel reports for the finished
+children. Target: under 500 MB.
 """
 
 from __future__ import annotations

@@ -63,7 +63,8 @@ PROVIDERS: dict[str, Case] = {
     "OpenAI": ("client = OpenAI(key={s})", "sk-proj-" + rand(ALNUM, 48), redact),
     "Anthropic": ("x = {s}", "sk-ant-api03-" + rand(ALNUM + "-_", 93) + "AA", redact),
     "Google": ("maps({s})", "AIza" + rand(ALNUM + "-_", 35), redact),
-    "Hugging Face": ("login {s}", "hf_" + rand(ALNUM, 34), redact),
+    # Letters only, as they are issued (issue 29 D5: the shape public scanners match).
+    "Hugging Face": ("login {s}", "hf_" + letters(34), redact),
     "GitHub": ("remote https://{s}@github.com/a/b", "ghp_" + rand(ALNUM, 36), redact),
     "GitLab": ("use {s} here", "glpat-" + rand(ALNUM, 20), redact),
     "Slack": ("bot {s}", "xoxb-" + rand(string.digits, 12) + "-" + rand(ALNUM, 24), redact),
@@ -78,6 +79,7 @@ PROVIDERS: dict[str, Case] = {
         "AccountKey=" + rand(ALNUM, 88),
         redact,
     ),
+    "Microsoft Entra": ("client_id=app {s}", "aB3" + "4Q~" + letters(34), redact),
     "Discord": ("bot {s}", "M" + rand(ALNUM, 23) + "." + rand(ALNUM, 6) + "." + rand(ALNUM, 27), redact),
     "Telegram": ("bot {s}", "123456789:" + rand(ALNUM, 35), redact),
     "Mailchimp": ("list {s}", rand("0123456789abcdef", 32) + "-us12", redact),

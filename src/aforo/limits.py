@@ -67,6 +67,14 @@ CONFIG_BYTES = limit("config_bytes", 1 * MiB, "bytes", "size of a config file (c
 # The tokenizer.json of common models takes 2-35 MB (Qwen2.5's 7 MB, Gemma 3's 33 MB).
 TOKENIZER_BYTES = limit("tokenizer_bytes", 64 * MiB, "bytes", "a tokenizer.json (--tokenizer, tokenizer)")
 
+# ripgrep needs tens of MB for a large tree; its ignore rules are what grows (a 200 000-line .gitignore
+# took it to 3.8 GB; 2 000 rules with wildcards take 32 MB). The data segment (RLIMIT_DATA: the heap
+# and every private writable mapping, Linux 4.7+) is what it allocates; the address space would also
+# count the 64 MiB each thread's malloc arena reserves and never touches.
+CHILD_MEMORY_BYTES = limit(
+    "child_memory_bytes", 1024 * MiB, "bytes", "memory a child process allocates (ripgrep, for Grep and Glob)"
+)
+
 # --- what servers send (providers/, wire/) ---------------------------------------------------------
 STREAM_LINE_BYTES = limit(
     "stream_line_bytes", 4 * MiB, "bytes", "one line of a streamed answer (an SSE `data:` or NDJSON line)"
@@ -95,6 +103,11 @@ READ_TIMEOUT = limit(
     "seconds",
     "the server's silence while it answers (prompt processing included)",
     setting="--read-timeout SECONDS or read_timeout in the config file",
+)
+# A server encodes an answer once (gzip); a proxy may encode it again. Each layer is inflated within
+# the answer's budget; more layers would only cost a decompressor each.
+CONTENT_ENCODINGS = limit(
+    "content_encodings", 3, "layers", "Content-Encoding steps of one server answer (gzip, deflate)"
 )
 RESPONSE_BYTES = limit(
     "response_bytes",

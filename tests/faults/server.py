@@ -140,6 +140,27 @@ async def bomb_body(inflated: int, block: bytes) -> AsyncIterator[bytes]:
         await asyncio.sleep(0)
 
 
+def layered_bomb(inflated: int, block: bytes, layers: int) -> bytes:
+    """A gzip bomb (`gzip_bomb`) gzipped again `layers - 1` times, whole: each further layer compresses
+    the one below it piece by piece, so no layer is ever held inflated, and a few KB hold gigabytes."""
+    header, part, repeats = gzip_bomb(inflated, block)
+    pieces = [header, *[part] * repeats]
+    for _ in range(layers - 1):
+        squeeze = zlib.compressobj(9, zlib.DEFLATED, 31)
+        pieces = [squeeze.compress(piece) for piece in pieces] + [squeeze.flush()]
+    return b"".join(pieces)
+
+
+def encoded(body: bytes, *codings: str) -> bytes:
+    """`body` encoded by each of `codings` in turn (as Content-Encoding lists them): gzip, deflate
+    (zlib's format) or raw-deflate (the headerless form some servers send as deflate)."""
+    wbits = {"gzip": 31, "deflate": 15, "raw-deflate": -15}
+    for coding in codings:
+        squeeze = zlib.compressobj(6, zlib.DEFLATED, wbits[coding])
+        body = squeeze.compress(body) + squeeze.flush()
+    return body
+
+
 def deep_json(depth: int) -> str:
     return "[" * depth + "]" * depth
 

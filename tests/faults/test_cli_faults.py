@@ -14,6 +14,7 @@ from faults.server import (
     MiB,
     drip,
     endless,
+    layered_bomb,
     misbehaving_app,
     ok_sse,
     one_line,
@@ -50,6 +51,15 @@ def said(run: CliRun) -> str:
 
 def test_endless_stream_ends_with_the_answer_limit(aforo: object) -> None:
     run = aforo(lambda n: sse(endless(openai_chunk("token "))))  # type: ignore[operator]
+    assert run.code == EXIT_ERROR
+    text = said(run)
+    assert "answer_bytes" in text and "--max-tokens" in text
+
+
+def test_a_double_gzipped_4_gib_bomb_ends_with_the_answer_limit(aforo: object) -> None:
+    # Issue 29 D2: each chunk was inflated whole through both layers, a MemoryError traceback.
+    wire = layered_bomb(4 * 1024 * MiB, b"\n" * MiB, 2)
+    run = aforo(lambda n: sse([wire], **{"content-encoding": "gzip, gzip"}))  # type: ignore[operator]
     assert run.code == EXIT_ERROR
     text = said(run)
     assert "answer_bytes" in text and "--max-tokens" in text

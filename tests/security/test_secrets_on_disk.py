@@ -44,6 +44,22 @@ def test_a_token_the_title_cut_falls_inside_is_neither_stored_nor_listed(
     assert holding(aforo_home, GHP) == []
 
 
+def test_a_hugging_face_token_of_letters_only_reaches_no_state_file(tmp_path: Path, aforo_home: Path) -> None:
+    # Issue 29 D5: `hf_` and 34 letters, as Hugging Face issues them, was stored raw.
+    token = "hf_" + "".join(chr(ord("a") + (i * 7) % 26) for i in range(16)) + "QwErTyUiOpAsDfGhJk"
+    assert len(token) == 37 and token[3:].isalpha()
+    with LiveServer(
+        make_openai_app(lambda body: Reply(text=f"Set HF_TOKEN to {token}.", prompt_tokens=100))
+    ) as server:
+        run = run_cli(
+            "-w", str(tmp_path), "--base-url", f"{server.url}/v1", "-m", "test-model",
+            f"huggingface-cli login fails with {token}, why?",
+        )  # fmt: skip
+    assert run.code == 0, run.err
+    assert holding(aforo_home, token) == []
+    assert any(b"[REDACTED:huggingface-token]" in data for data in stored(aforo_home).values())
+
+
 def test_env_values_under_plain_keys_reach_no_session_or_checkpoint(tmp_path: Path, aforo_home: Path) -> None:
     """The model reads `.env` among eight files; the run clears and compacts (so there are checkpoints)."""
     ws = tmp_path / "ws"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import httpx
 
 from aforo.server_kinds import SERVER_KINDS
-from aforo.wire.http import normalize_base_url
+from aforo.wire.http import normalize_base_url, reach
 
 CONNECT_SECONDS = 3.0
 FALLBACK_KIND = "openai"
@@ -22,7 +22,7 @@ def unreachable(base_url: str) -> str | None:
     root, _v1 = normalize_base_url(base_url)
     try:
         with httpx.Client(timeout=httpx.Timeout(CONNECT_SECONDS * 2, connect=CONNECT_SECONDS)) as client:
-            client.get(root + "/")
+            reach(client, root + "/")
     except httpx.ConnectTimeout:
         return f"no answer within {CONNECT_SECONDS:g} s"
     except httpx.ConnectError as exc:

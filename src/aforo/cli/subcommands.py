@@ -49,6 +49,7 @@ from aforo.servers.probe import run_probe_command
 from aforo.store.telemetry import Telemetry
 from aforo.store.telemetry_summary import format_summary
 from aforo.store.trust import TrustStore, digest
+from aforo.wire.http import reach
 
 MODELS_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
@@ -168,7 +169,7 @@ def models(args: argparse.Namespace, cfg: Config) -> int:
 def _unreachable(client: httpx.Client, url: str) -> str | None:
     """Why nothing answered at `url`, or None when something did (it just lists no models)."""
     try:
-        client.get(url)
+        reach(client, url)
     except httpx.HTTPError as exc:
         return str(exc) or type(exc).__name__
     return None

@@ -36,7 +36,7 @@ from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
 from aforo.tools.registry import default_registry
 from aforo.wire.bounded import Deadlines
-from aforo.wire.http import DISCOVERY_TIMEOUT
+from aforo.wire.http import DISCOVERY_TIMEOUT, reach
 
 
 @dataclass
@@ -109,7 +109,7 @@ def _check_served(client: httpx.Client, route: Route, server: ServerInfo) -> Non
     """A configured lane's server must answer and have its model."""
     if not server.models:
         try:
-            client.get(f"{server.v1_url}/models", timeout=DISCOVERY_TIMEOUT)
+            reach(client, f"{server.v1_url}/models", DISCOVERY_TIMEOUT)
         except httpx.TransportError as exc:
             raise ConfigError(
                 f"lane {route.name!r}: no server answers at {route.base_url} ({type(exc).__name__}). "

@@ -159,9 +159,7 @@ class OllamaProvider(Closing):
                 if response.status_code >= 300:
                     text = read_body(response, self.url)
                     raise self._status_error(response.status_code, text, body["model"], response.headers)
-                yield from self._events(
-                    lines(budget.metered(response.iter_bytes()), self.url), body["model"], cancel
-                )
+                yield from self._events(lines(budget.metered(response), self.url), body["model"], cancel)
         except httpx.TransportError as exc:
             raise answer_failure(exc, self.url, budget, self.deadlines.read) from exc
 

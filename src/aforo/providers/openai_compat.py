@@ -299,7 +299,7 @@ class OpenAICompatProvider(Closing):
                     )
                 received = _Body(response.headers.get("content-encoding", ""))
                 for data in sse_data(
-                    received.lines(lines(received.count(budget.metered(response.iter_bytes())), self.url))
+                    received.lines(lines(received.count(budget.metered(response)), self.url))
                 ):
                     if cancel is not None and cancel.is_set():
                         return

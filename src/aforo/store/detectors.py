@@ -5,7 +5,9 @@ Three layers (see `aforo.store.redact` for how their spans are merged and replac
 1. detect-secrets' regex plugins (AWS, GitHub, GitLab, Slack, Stripe, Twilio, SendGrid, …), used
    in-process through their compiled `denylist` regexes: no files, no baseline, no verification calls.
 2. Our token shapes for what it misses or matches loosely: OpenAI/Anthropic/Google/HuggingFace/PyPI
-   keys, fine-grained GitHub tokens, bearer tokens, whole JWTs, passwords in URLs, private key blocks.
+   keys, fine-grained GitHub tokens, bearer tokens, whole JWTs, passwords in URLs, private key blocks,
+   and the shapes gitleaks' rules know and its plugins do not (Slack app tokens, routable GitLab
+   tokens, Square access tokens, Bedrock and Entra keys…; tests/security/test_token_kinds.py).
 3. Assignments (`password = "…"`, `API_KEY=…`, `secret: …`, `"token": "…"`, `--password x`), judged by
    the *name* of the key (see `secret_key_kind`) and the *shape* of the value, so code such as
    `password_field = form.get("password")` or `max_tokens: 1024` survives; and the values of Grep
@@ -89,14 +91,39 @@ _OWN_TOKENS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
         ("openai-key", rf"sk-{_start(3)}(?:proj-|svcacct-|admin-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{{20,}}"),
         ("github-token", rf"gh[pousr]_{_start(4)}[A-Za-z0-9]{{30,}}"),
         ("github-token", rf"github_pat_{_start(11)}[A-Za-z0-9_]{{22,}}"),
-        ("gitlab-token", rf"glpat-{_start(6)}[A-Za-z0-9_-]{{20,}}"),
-        ("slack-token", rf"xox[abposr]-{_start(5)}[A-Za-z0-9-]{{10,}}"),
-        ("stripe-key", rf"(?:sk|rk)_(?:live|test)_{_start(8)}[A-Za-z0-9]{{16,}}"),
+        # Routable tokens (glpat-…, glrt-t1_…) end in `.` and nine characters (where they route).
+        ("gitlab-token", rf"glpat-{_start(6)}[A-Za-z0-9_-]{{20,}}(?:\.[0-9a-z]{{9}}(?![0-9a-z]))?"),
+        ("gitlab-token", rf"glrt-{_start(5)}[A-Za-z0-9_-]{{20,}}(?:\.[0-9a-z]{{9}}(?![0-9a-z]))?"),
+        ("gitlab-token", rf"glffct-{_start(7)}[A-Za-z0-9_-]{{20,}}"),
+        # xoxe: configuration (refresh) tokens; xapp: app-level tokens (xapp-1-A…-123…-hex).
+        ("slack-token", rf"xox[abeposr]-{_start(5)}[A-Za-z0-9-]{{10,}}"),
+        ("slack-token", rf"xapp-{_start(5)}\d-[A-Za-z0-9]+-\d+-[A-Za-z0-9]{{16,}}"),
+        ("stripe-key", rf"(?:sk|rk)_(?:live|test|prod)_{_start(8)}[A-Za-z0-9]{{16,}}"),
         ("google-api-key", rf"AIza{_start(4)}[0-9A-Za-z_-]{{35}}"),
-        ("huggingface-token", rf"hf_{_start(3)}(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{{30,}}"),
+        # Hugging Face tokens are 34 letters (what public scanners match); older ones hold digits.
+        (
+            "huggingface-token",
+            rf"hf_{_start(3)}(?:(?=[A-Za-z0-9]*\d)[A-Za-z0-9]{{30,}}|[A-Za-z]{{34}}(?![A-Za-z0-9_]))",
+        ),
+        ("huggingface-token", rf"api_org_{_start(8)}[A-Za-z]{{34}}(?![A-Za-z0-9_])"),
         ("npm-token", rf"npm_{_start(4)}[A-Za-z0-9]{{36}}"),
-        ("pypi-token", rf"pypi-{_start(5)}Ag(?:EIcHlwaS5vcmc|ENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{{70,}}"),
+        ("pypi-token", rf"pypi-{_start(5)}Ag(?:EIcHlwaS5vcmc|ENdGVzdC5weXBpLm9yZw)[A-Za-z0-9_-]{{50,}}"),
         ("aws-access-key", rf"(?:AKIA|ASIA|ABIA|ACCA){_start(4)}[0-9A-Z]{{16}}(?![0-9A-Z])"),
+        # Amazon Bedrock API keys: long-lived (ABSK + base64), short-lived (a presigned URL, base64).
+        ("aws-bedrock-key", rf"ABSK{_start(4)}[A-Za-z0-9+/]{{109,}}={{0,2}}"),
+        ("aws-bedrock-key", rf"bedrock-api-key-{_start(16)}YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=%&]*"),
+        # Square access tokens (production EAAA…, legacy sq0atp-…); its OAuth secrets are a plugin's.
+        ("square-access-token", rf"EAAA{_start(4)}[A-Za-z0-9_-]{{22,}}"),
+        ("square-access-token", rf"sq0atp-{_start(7)}[A-Za-z0-9_-]{{22,}}"),
+        # Artifactory API keys (the plugin's needs a space or quote around them, not a parenthesis)
+        # and reference tokens (base64 of their `ref…` header).
+        ("artifactory-token", rf"AKCp{_start(4)}[A-Za-z0-9]{{69}}(?![A-Za-z0-9])"),
+        ("artifactory-token", rf"cmVmd{_start(5)}[A-Za-z0-9]{{59}}(?![A-Za-z0-9])"),
+        # Microsoft Entra (Azure AD) client secrets: three characters, a digit, `Q~`, then 31-34 more.
+        (
+            "azure-client-secret",
+            r"(?<![A-Za-z0-9_~.])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])",
+        ),
         ("jwt", rf"eyJ{_start(3)}[A-Za-z0-9_-]{{8,}}\.eyJ[A-Za-z0-9_-]{{8,}}\.[A-Za-z0-9_-]*"),
     )
 )
@@ -119,6 +146,8 @@ _BEARER = re.compile(r"(?i)\bbearer[ \t]+(?P<secret>(?=[A-Za-z0-9._~+/-]*\d)[A-Z
 _URL_PASSWORD = re.compile(r"://[^\s:/?#@\"'<>]*:(?P<secret>[^\s/?#\"'<>]+)@")
 # npm's `//registry/:_authToken=<token>`, whatever the token's shape.
 _NPM_AUTH = re.compile(r"/:_authToken=[ \t]*(?P<secret>[^\s\"']+)")
+# GitLab's session cookie (`_gitlab_session=<32 of [0-9a-z]>`): the cookie's name stays.
+_GITLAB_SESSION = re.compile(r"\b_gitlab_session=(?P<secret>[0-9a-z]{32})(?![0-9a-z])")
 
 _ASSIGNMENT = re.compile(
     # A line start, also behind what tools put there: grep's `path:12:`, a numbered listing's `  12\t`.
@@ -143,6 +172,8 @@ def _plugin_rules(plugins: tuple[type[Any], ...]) -> tuple[tuple[str, re.Pattern
 
 
 _PLUGIN_RULES = _plugin_rules(_DETECT_SECRETS)
+# Every rule that knows a token by its shape alone, as (kind, regex): tests hold a sample for each.
+TOKEN_RULES = (*_OWN_TOKENS, *_PLUGIN_RULES)
 _TRIM = " \t\r\n\"'=:,"
 
 Span = tuple[int, int, int, str]  # start, end, priority, kind
@@ -241,7 +272,12 @@ def _chain_keyword_detectors(text: str) -> Iterator[Span]:
 
 
 def _context_spans(text: str) -> Iterator[Span]:
-    for rx, kind in ((_BEARER, "bearer-token"), (_URL_PASSWORD, "url-password"), (_NPM_AUTH, "npm-token")):
+    for rx, kind in (
+        (_BEARER, "bearer-token"),
+        (_URL_PASSWORD, "url-password"),
+        (_NPM_AUTH, "npm-token"),
+        (_GITLAB_SESSION, "gitlab-token"),
+    ):
         for m in rx.finditer(text):
             if not MARKER.match(text, m.start("secret")):
                 yield m.start("secret"), m.end("secret"), P_CONTEXT, kind

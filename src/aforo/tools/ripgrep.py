@@ -5,22 +5,29 @@ needed. The caller reads records as they arrive and may stop early (the process 
 keeps a search over a huge tree from producing output nobody will read. A watcher kills rg as soon as
 the call is cancelled or passes its deadline (one deadline shared by every rg of a call), and `finish`
 then raises `Interrupted`. Records are bytes: the caller decodes paths with `os.fsdecode`, so a name
-that is not UTF-8 survives intact.
+that is not UTF-8 survives intact. rg runs with its data segment capped (`child_memory_bytes`): a
+workspace's ignore rules are compiled in memory, and a huge .gitignore would otherwise take gigabytes;
+a run the cap ends is reported as that limit, naming the largest ignore file on the way.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
-from aforo.errors import ToolError
+from aforo.errors import LimitExceeded, ToolError
+from aforo.limits import CHILD_MEMORY_BYTES, Limit, MiB
 from aforo.protocols import ToolContext
 from aforo.tools.deadline import POLL_S, Interrupted, check, interruption
 from aforo.tools.names import show
@@ -30,6 +37,11 @@ _STDERR_LIMIT = 8192
 # path we give rg starts with "./" or is ".", so an error line that does not is about the whole run.
 _FILE_ERROR = "rg: ./"
 _NAMED_PROBLEMS = 5
+# What rg (Rust) prints when an allocation fails, before it aborts.
+_NO_MEMORY = "memory allocation of"
+_IGNORE_FILES = (".gitignore", ".ignore", ".rgignore")
+# An ignore file smaller than this is not worth naming as the likely cause.
+_BIG_IGNORE = 1 * MiB
 
 # Flags shared by every search. --no-config: RIPGREP_CONFIG_PATH could otherwise inject flags such as
 # --follow (leaving the workspace through symlinks). --no-require-git: honour .gitignore even when the
@@ -100,6 +112,8 @@ class RgProcess:
         self._done = threading.Event()
         self._stderr = bytearray()
         self._outcome: Outcome | None = None
+        self._cwd = cwd
+        self._cap = _memory_cap()
         try:
             self._proc = subprocess.Popen(
                 [rg_binary(), *BASE_ARGS, *args],
@@ -107,6 +121,11 @@ class RgProcess:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
+                # In the child, before rg starts: setrlimit alone, no lock nor import, so the warning
+                # about preexec_fn and threads (a lock another thread held at the fork) does not apply.
+                preexec_fn=functools.partial(
+                    resource.setrlimit, resource.RLIMIT_DATA, (self._cap, self._cap)
+                ),
             )
         except OSError as exc:
             raise ToolError(f"could not start ripgrep: {exc}") from exc
@@ -180,7 +199,50 @@ class RgProcess:
             )
         if self._interrupted is not None:
             raise self._interrupted
+        if self._out_of_memory():
+            raise LimitExceeded(
+                self._limit(), f"ripgrep ran out of memory{_ignore_hint(self._cwd, self._ctx)}"
+            )
         return self._outcome
+
+    def _out_of_memory(self) -> bool:
+        """rg ended itself by aborting (what Rust does when an allocation fails), not by our kill."""
+        outcome = self._outcome
+        if outcome is None or outcome.stopped_early:
+            return False
+        return outcome.returncode == -signal.SIGABRT or any(_NO_MEMORY in line for line in outcome.errors)
+
+    def _limit(self) -> Limit:
+        return replace(CHILD_MEMORY_BYTES, value=self._cap)
+
+
+def _memory_cap() -> int:
+    """The cap of `child_memory_bytes`, or the lower one aforo itself runs under (a child cannot raise
+    its hard limit)."""
+    cap = int(CHILD_MEMORY_BYTES.value)
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    return cap if hard == resource.RLIM_INFINITY else min(cap, hard)
+
+
+def _ignore_hint(cwd: Path, ctx: ToolContext) -> str:
+    """The largest ignore file rg read from the workspace's root down to `cwd`, when it is big enough
+    to be the likely cause: rg compiles every rule of it."""
+    sizes: list[tuple[int, Path]] = []
+    root = ctx.workspace.resolve()
+    folder = cwd.resolve()
+    if not folder.is_relative_to(root):
+        return ""
+    for place in (folder, *folder.parents):
+        for name in _IGNORE_FILES:
+            with contextlib.suppress(OSError):
+                sizes.append((os.stat(place / name).st_size, place / name))
+        if place == root:
+            break
+    size, path = max(sizes, default=(0, root))
+    if size < _BIG_IGNORE:
+        return ""
+    shown = show(os.fsdecode(path.relative_to(root)))
+    return f" (the workspace's {shown} is {size / MiB:.1f} MiB: ripgrep holds every rule of it in memory)"
 
 
 def unreadable_note(outcome: Outcome, prefix: str) -> list[str]:

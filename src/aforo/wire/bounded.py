@@ -1,11 +1,12 @@
 """Reading what a server sends within the named limits of `aforo.limits`, never more.
 
 httpx reads a streamed line, or a body, whole before handing it over, however long it is: a line with no
-newline, or a small gzip body that inflates to gigabytes, fills memory. Here bytes come from httpx's
-streaming decode (`iter_bytes`, so a compressed body is counted as it inflates) and are counted as they
-arrive: one answer has a byte budget and a deadline (`AnswerBudget`), one line a byte limit
-(`lines`), a body read whole a byte limit (`read_body`). Going past one raises `ServerLimitExceeded`
-naming it, which the agent reports like any failed request: a clear message, never a traceback.
+newline, or a small gzip body that inflates to gigabytes, fills memory. Here bytes come from our own
+streaming decode (`inflate.decoded`: every Content-Encoding layer counted as it inflates, in small
+steps) and are counted as they arrive: one answer has a byte budget and a deadline (`AnswerBudget`),
+one line a byte limit (`lines`), a body read whole a byte limit (`read_body`). Going past one raises
+`ServerLimitExceeded` naming it, which the agent reports like any failed request: a clear message,
+never a traceback.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from aforo.limits import (
     Limit,
     answer_bytes,
 )
+from aforo.wire.inflate import decoded
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,11 +92,10 @@ class AnswerBudget:
             f"the answer from {self.url} did not end within {self.timeout:g} s",
         )
 
-    def metered(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
-        """`chunks` (decoded bytes), each counted before it is passed on."""
-        for chunk in chunks:
-            self.spend(len(chunk))
-            yield chunk
+    def metered(self, response: httpx.Response) -> Iterator[bytes]:
+        """The decoded body of `response`, every byte any decoding layer makes counted before it is
+        passed on (or inflated further)."""
+        return decoded(response, self.url, self.spend)
 
 
 def lines(chunks: Iterable[bytes], url: str, limit: Limit = STREAM_LINE_BYTES) -> Iterator[str]:
@@ -160,15 +161,17 @@ def read_body(
 ) -> str:
     """The whole (decoded) body of a streamed `response`, within `budget` or else `limit` bytes."""
     most = int(limit.value)
-    parts: list[bytes] = []
     size = 0
-    chunks = response.iter_bytes() if budget is None else budget.metered(response.iter_bytes())
-    for chunk in chunks:
-        size += len(chunk)
-        if budget is None and size > most:
+
+    def spend(n: int) -> None:
+        nonlocal size
+        size += n
+        if size > most:
             raise ServerLimitExceeded(limit, f"the answer from {url} went past {most:,} bytes")
-        parts.append(chunk)
-    return b"".join(parts).decode(response.encoding or "utf-8", "replace")
+
+    # Each decoding layer counts against the limit, so the body kept is within it too.
+    chunks = decoded(response, url, spend) if budget is None else budget.metered(response)
+    return b"".join(chunks).decode(response.encoding or "utf-8", "replace")
 
 
 def server_json(text: str, what: str) -> Any:

@@ -124,14 +124,22 @@ def status_error(
     return HTTPStatusError(message, status, body, retry_after=wait)
 
 
+def reach(client: httpx.Client, url: str, timeout: float | None = None) -> None:
+    """GET `url` for whether something answers there, reading none of the body (a server's whole body,
+    a gzip bomb perhaps, is not needed to know that); httpx's errors are the caller's to judge."""
+    with client.stream("GET", url, timeout=httpx.USE_CLIENT_DEFAULT if timeout is None else timeout):
+        pass
+
+
 def get_json_quiet(client: httpx.Client, url: str, timeout: float = DISCOVERY_TIMEOUT) -> Any | None:
-    """GET a JSON document; any failure (refused, timeout, non-2xx, not JSON, too big) is None."""
+    """GET a JSON document; any failure (refused, timeout, non-2xx, not JSON, badly encoded, too big)
+    is None."""
     try:
         with client.stream("GET", url, timeout=timeout) as response:
             if response.status_code >= 300:
                 return None
             return server_json(read_body(response, url), f"the answer of {url}")
-    except (httpx.HTTPError, ValueError, LimitExceeded):
+    except (httpx.HTTPError, ValueError, LimitExceeded, ProtocolError):
         return None
 
 

@@ -1,0 +1,100 @@
+"""A workspace cannot make a child process take the machine's memory (issue 29, D6).
+
+ripgrep compiles every rule of the workspace's ignore files in memory: a 200 000-line .gitignore took
+it to 3.8 GB. rg now runs with its address space capped (`child_memory_bytes`); a run the cap ends is a
+tool error naming the limit and the ignore file. The tests set a small cap, so none of them takes more.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import pytest
+
+from aforo.limits import CHILD_MEMORY_BYTES, MiB
+from aforo.protocols import ToolContext
+from aforo.tools import ripgrep
+from aforo.tools.glob_tool import Glob
+from aforo.tools.grep_tool import Grep
+from aforo.tools.registry import ToolRegistry
+
+SMALL_CAP = 32 * MiB
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads the child's limits in /proc")
+
+
+@pytest.fixture
+def small_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(
+        ripgrep, "CHILD_MEMORY_BYTES", dataclasses.replace(CHILD_MEMORY_BYTES, value=SMALL_CAP)
+    )
+
+
+def workspace(tmp_path: Path, ignore_lines: int) -> Path:
+    ws = tmp_path / "ws"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src" / "app.py").write_text("def main():\n    return 'needle'\n")
+    rules = "".join(f"build/dir{i}/pattern_{i:06d}_*.tmp\n" for i in range(ignore_lines))
+    (ws / ".gitignore").write_text(rules)
+    return ws
+
+
+def data_limit(pid: int) -> str:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max data size"):
+            return line.split()[3]
+    raise AssertionError("no data size line")
+
+
+def test_ripgrep_runs_under_the_child_memory_cap(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    # More matching output than a pipe holds, so rg waits for us to read while we look at its limits.
+    (ws / "big.txt").write_text("needle\n" * 200_000)
+    with ripgrep.RgProcess(["-e", "needle", "--", "."], ws, ToolContext(workspace=ws)) as proc:
+        cap = data_limit(proc._proc.pid)
+        proc.stop()
+    assert cap == str(int(CHILD_MEMORY_BYTES.value)), f"rg ran with a data size limit of {cap}"
+
+
+@pytest.mark.usefixtures("small_cap")
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("Grep", {"pattern": "needle"}),
+        ("Grep", {"pattern": "needle", "glob": "*.py"}),
+        ("Glob", {"pattern": "**/*.py"}),
+    ],
+)
+def test_a_200_000_line_gitignore_ends_at_the_cap_with_an_error_naming_it(
+    tmp_path: Path, tool: str, args: dict[str, str]
+) -> None:
+    ws = workspace(tmp_path, 200_000)
+    out = ToolRegistry([Grep(), Glob()], ws).execute(tool, args)
+    assert out.is_error, out.content
+    assert "ripgrep ran out of memory" in out.content
+    assert f"child_memory_bytes ({SMALL_CAP:,} bytes" in out.content
+    # The likely cause, named with its size.
+    assert "the workspace's .gitignore is 7.0 MiB" in out.content
+    assert "Traceback" not in out.content and "internal error" not in out.content
+
+
+@pytest.mark.usefixtures("small_cap")
+@pytest.mark.parametrize(
+    ("tool", "args", "found"),
+    [
+        ("Grep", {"pattern": "needle"}, "src/app.py"),
+        ("Grep", {"pattern": "needle", "glob": "*.py"}, "src/app.py"),
+        ("Glob", {"pattern": "**/*.py"}, "src/app.py"),
+    ],
+)
+def test_an_ordinary_gitignore_works_within_the_same_cap(
+    tmp_path: Path, tool: str, args: dict[str, str], found: str
+) -> None:
+    # A large project's .gitignore: 300 rules.
+    ws = workspace(tmp_path, 300)
+    out = ToolRegistry([Grep(), Glob()], ws).execute(tool, args)
+    assert not out.is_error, out.content
+    assert found in out.content
