@@ -52,7 +52,7 @@ class Navigator:
 
     def index(self, refresh: bool = False) -> SymbolIndex:
         if self._index is None or refresh:
-            self._index = build_index(self.workspace, self._cache)
+            self._index = build_index(self.workspace, self._cache, previous=self._index)
         return self._index
 
     def repo_map(self, fixed_chars: int, question: str = "") -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import stat
 import time
@@ -27,7 +28,7 @@ from aforo.errors import StoreError, ToolError
 from aforo.limits import MAP_FILE_BYTES, MAP_FILES, MAP_SECONDS, STATE_FILE_BYTES
 from aforo.navigate.symbols import SOURCE_SUFFIXES, Definition, FileSymbols, suffix, symbols
 from aforo.protocols import ToolContext
-from aforo.store.atomic import atomic_write, encode_json, read_json
+from aforo.store.atomic import atomic_write, encode_json
 from aforo.store.paths import state_dir
 from aforo.tools.ripgrep import list_files
 
@@ -55,9 +56,9 @@ class SymbolIndex:
 
     @cached_property
     def definitions(self) -> dict[str, list[tuple[str, Definition]]]:
-        """Where each name is defined: (path, definition), in path order."""
+        """Where each name is defined: (path, definition), in path order (`files` is built in it)."""
         where: dict[str, list[tuple[str, Definition]]] = {}
-        for path, entry in sorted(self.files.items()):
+        for path, entry in self.files.items():
             for d in entry.symbols.definitions:
                 where.setdefault(d.name, []).append((path, d))
         return where
@@ -69,9 +70,13 @@ def cache_path(workspace: Path) -> Path:
 
 
 def build_index(
-    workspace: Path, cache: Path | None = None, seconds: float = MAP_SECONDS.value
+    workspace: Path,
+    cache: Path | None = None,
+    seconds: float = MAP_SECONDS.value,
+    previous: SymbolIndex | None = None,
 ) -> SymbolIndex:
-    """The index of `workspace`, parsing only the files the cache at `cache` does not hold as they are."""
+    """The index of `workspace`, parsing only the files that `previous` (else the cache at `cache`) does
+    not hold as they are."""
     root = workspace.resolve()
     started = time.monotonic()
     try:
@@ -79,12 +84,12 @@ def build_index(
     except ToolError:
         listed = set()
     sources = sorted(p for p in listed if suffix(p) in SOURCE_SUFFIXES)
-    known = _load(cache) if cache is not None else {}
+    known = previous.files if previous is not None else _load(cache) if cache is not None else {}
     files: dict[str, Entry] = {}
     parsed, complete = 0, len(sources) <= MAP_FILES.value
     for path in sources[: int(MAP_FILES.value)]:
         try:
-            st = os.lstat(root / path)
+            st = os.lstat(os.path.join(root, path))
         except OSError:
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -115,20 +120,31 @@ def _parse(real: Path, path: str, size: int) -> FileSymbols:
 
 
 def _load(cache: Path) -> dict[str, Entry]:
+    """The cache's entries; nothing when it is missing, too large, broken or of another version.
+
+    Read with `json.loads` alone, not the state files' depth check: the cache is aforo's own file in
+    its private state directory and the check would double a warm start; a nesting too deep for the
+    parser is its RecursionError, caught like any broken cache."""
     try:
-        raw = read_json(cache, "map cache", missing="", corrupt_advice="", max_bytes=STATE_FILE_BYTES)
+        with open(cache, "rb") as f:
+            data = f.read(int(STATE_FILE_BYTES.value) + 1)
+        if len(data) > STATE_FILE_BYTES.value:
+            return {}
+        raw = json.loads(data)
         if raw.get("version") != CACHE_VERSION:
             return {}
         return {path: _entry(row) for path, row in raw["files"].items()}
     # A cache from a broken write or another version: rebuilt, never trusted in part.
-    except (StoreError, AttributeError, KeyError, TypeError, ValueError):
+    except (OSError, RecursionError, AttributeError, KeyError, TypeError, ValueError):
         return {}
 
 
 def _entry(row: list[Any]) -> Entry:
     mtime_ns, size, definitions, names = row
-    found = tuple(Definition(str(n), str(k), int(line), str(p)) for n, k, line, p in definitions)
-    return Entry(int(mtime_ns), int(size), FileSymbols(found, tuple(str(n) for n in names)))
+    found = tuple(map(Definition._make, definitions))
+    if not all(type(d.line) is int and type(d.name) is str for d in found):
+        raise TypeError("a definition of another shape")
+    return Entry(mtime_ns, size, FileSymbols(found, tuple(names)))
 
 
 def _save(cache: Path, files: dict[str, Entry]) -> None:

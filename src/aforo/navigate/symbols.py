@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from aforo.limits import MAP_NAMES
 
@@ -28,8 +28,9 @@ CLASS, FUNCTION, CONSTANT = "class", "def", "const"
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
-@dataclass(frozen=True)
-class Definition:
+class Definition(NamedTuple):
+    """A tuple, not a dataclass: an index holds tens of thousands, made again from the cache at each start."""
+
     name: str
     kind: str  # CLASS, FUNCTION or CONSTANT
     line: int  # 1-based
