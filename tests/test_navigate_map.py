@@ -32,11 +32,11 @@ def long_module(defs_at: dict[int, str], total: int = 400) -> str:
 
 
 def big_workspace(root: Path, files: int = 60) -> Path:
-    """More files than the overview lists, with a known shape: `Widget` (pkg/core.py) is used by every
+    """More files than the overview lists, with a known shape: `Widget` (pkg/widgets.py) is used by every
     other module, `group` is defined at line 263 of pkg/decorators.py and used nowhere else."""
     pkg = root / "pkg"
     pkg.mkdir(parents=True)
-    (pkg / "core.py").write_text("class Widget:\n    def paint(self):\n        return 1\n\nLIMIT = 3\n")
+    (pkg / "widgets.py").write_text("class Widget:\n    def paint(self):\n        return 1\n\nLIMIT = 3\n")
     (pkg / "decorators.py").write_text(
         long_module(
             {
@@ -49,7 +49,7 @@ def big_workspace(root: Path, files: int = 60) -> Path:
     )
     for n in range(files):
         (pkg / f"feature_module_number_{n:03}.py").write_text(
-            f"from pkg.core import Widget\n\n\ndef feature_{n}():\n    return Widget()\n"
+            f"from pkg.widgets import Widget\n\n\ndef feature_{n}():\n    return Widget()\n"
         )
     return root
 
@@ -122,7 +122,7 @@ def test_the_most_used_definition_ranks_first_and_the_questions_name_before_it(t
     ws = big_workspace(tmp_path / "ws")
     navigator = Navigator(ws, 32_768)
     plain = navigator.repo_map(0).splitlines()
-    assert plain[1].startswith("pkg/core.py: class Widget:1")  # used by 60 other files
+    assert plain[1].startswith("pkg/widgets.py: class Widget:1")  # used by 60 other files, last by name
     asked = navigator.repo_map(0, "where is the group decorator defined?").splitlines()
     assert asked[1].startswith("pkg/decorators.py: def group:263")
     assert "class Command:300" in asked[1]
@@ -167,11 +167,11 @@ def test_the_index_is_cached_by_mtime_and_size(tmp_path: Path) -> None:
     assert cold.parsed == 7 and cache.is_file()
     warm = build_index(ws, cache)
     assert warm.parsed == 0 and warm.files == cold.files
-    core = ws / "pkg" / "core.py"
+    core = ws / "pkg" / "widgets.py"
     core.write_text("class Gadget:\n    pass\n")
     os.utime(core, ns=(1, 1))  # a different mtime even on a coarse clock
     changed = build_index(ws, cache)
     assert changed.parsed == 1
-    assert [d.name for d in changed.files["pkg/core.py"].symbols.definitions] == ["Gadget"]
+    assert [d.name for d in changed.files["pkg/widgets.py"].symbols.definitions] == ["Gadget"]
     cache.write_text("{broken")  # a broken cache costs a rebuild, not the map
     assert build_index(ws, cache).parsed == 7
