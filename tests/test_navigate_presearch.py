@@ -126,3 +126,33 @@ def test_the_flag_and_the_config_key_turn_it_off(tmp_path: Path) -> None:
         assert "presearch must be true or false" in str(exc)
     else:
         raise AssertionError("a non-boolean presearch was accepted")
+
+
+def test_an_assignment_ranks_before_prose_that_names_it(tmp_path: Path) -> None:
+    (tmp_path / "a_notes.py").write_text("# the size is how much we keep\nX = 1\n")
+    (tmp_path / "b_uses.py").write_text("def f(box):\n    return box.size\n")
+    (tmp_path / "z_config.py").write_text('"""Config."""\n\n\nclass Config:\n    size: int = 40\n')
+    text = Navigator(tmp_path, 4096).guide("what is the default value of size?", (), set()).messages[1]
+    content = text.tool_results[0].content
+    order = [content.index(f"{p} mentions size") for p in ("z_config.py:5", "b_uses.py:2", "a_notes.py:1")]
+    assert order == sorted(order), content  # by path alone, the comment would come first
+
+
+def test_of_overloads_the_first_and_the_implementation(tmp_path: Path) -> None:
+    source = [
+        "import typing as t",
+        "",
+        "@t.overload",
+        "def parse(x: int) -> int: ...",
+        "@t.overload",
+        "def parse(x: str) -> str: ...",
+        *[f"# padding {n}" for n in range(10)],
+        "def parse(x):",
+        '    """The implementation."""',
+        "    return x",
+    ]
+    (tmp_path / "p.py").write_text("\n".join(source) + "\n")
+    guided = Navigator(tmp_path, 32_768).guide("where is parse defined?", (), set())
+    content = guided.messages[1].tool_results[0].content
+    assert "p.py:4 defines parse" in content and "p.py:17 defines parse" in content
+    assert "p.py:6 defines parse" not in content

@@ -28,7 +28,8 @@ from aforo.tools.ripgrep import RgProcess, strip_dot
 
 DEFINITION_LINES = 8  # the signature and what follows (a docstring, the first statements)
 MENTION_AROUND = 1  # lines shown before and after a mention
-MENTIONS_PER_TERM = 40  # rg records read per name: enough to rank, never a whole repository's worth
+MENTIONS_PER_TERM = 60  # rg records read per name: enough to rank, never a whole repository's worth
+MENTIONS_PER_FILE = 12
 MENTION_LINE_CHARS = 200
 
 
@@ -55,23 +56,22 @@ def search(
     terms = question_terms(question)
     regions: list[Region] = []
     found: list[str] = []
-    mentions: list[tuple[int, int, Region]] = []
+    mentions: list[tuple[int, int, int, Region]] = []
     for rank, term in enumerate(terms):
-        defined = [(p, d) for p, d in index.definitions.get(term, []) if p in index.files]
-        # Top-level definitions before methods of the same name.
-        for path, d in sorted(defined, key=lambda pd: (bool(pd[1].parent), pd[0], pd[1].line)):
-            regions.append(Region(path, d.line, d.line, d.line + DEFINITION_LINES - 1, f"defines {term}"))
+        defined = _definitions(index, term)
+        regions += defined
         hits = _mentions(workspace, term, ctx)
         if defined or hits:
             found.append(term)
-        files = len({path for path, _ in hits})
-        for path, line in hits:
+        files = len({path for path, _, _ in hits})
+        for path, line, said in hits:
             if not any(r.path == path and r.line == line for r in regions):
                 why = f"mentions {term}"
                 region = Region(path, line, max(1, line - MENTION_AROUND), line + MENTION_AROUND, why)
-                mentions.append((files, rank, region))
-    # A name mentioned in few files says more about where to look than one mentioned everywhere.
-    regions += [r for _, _, r in sorted(mentions, key=lambda m: (m[0], m[1], m[2].path, m[2].line))]
+                mentions.append((-_weight(said, term), files, rank, region))
+    # Assignments and imports first (a default value, who imports it), prose last; then a name mentioned
+    # in few files, which says more about where to look than one mentioned everywhere.
+    regions += [m[-1] for m in sorted(mentions, key=lambda m: (*m[:3], m[3].path, m[3].line))]
     if not regions:
         return None
     names = ", ".join(f"`{t}`" for t in found)
@@ -86,17 +86,49 @@ def search(
     return Found(tuple(found), text, pattern)
 
 
-def _mentions(workspace: Path, term: str, ctx: ToolContext) -> list[tuple[str, int]]:
-    """(path, line) of whole-word mentions of `term`, at most MENTIONS_PER_TERM."""
-    args = ["--line-number", "--no-heading", "--null", "--word-regexp", "--fixed-strings", "--max-count", "3"]
-    hits: list[tuple[str, int]] = []
+def _definitions(index: SymbolIndex, term: str) -> list[Region]:
+    """Where `term` is defined, top-level definitions before methods; of several in a row in one place
+    (typing overloads before the implementation), the first and the last."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    for path, d in index.definitions.get(term, []):
+        if path in index.files:
+            groups.setdefault((path, d.parent), []).append(d.line)
+    regions = []
+    for (path, parent), lines in sorted(groups.items(), key=lambda g: (bool(g[0][1]), g[0][0])):
+        for line in sorted({min(lines), max(lines)}):
+            what = f"defines {parent}.{term}" if parent else f"defines {term}"
+            regions.append(Region(path, line, line, line + DEFINITION_LINES - 1, what))
+    return regions
+
+
+_PROSE = ("#", "//", "*", ":param", "..")
+
+
+def _weight(text: str, term: str) -> int:
+    """2: the line assigns the name (`term = `, `self.term: int = `), 1: it declares it (`term: int`)
+    or imports it, 0: code that uses it, -1: a comment or docstring line that only speaks of it."""
+    name = re.escape(term)
+    if re.search(rf"\b{name}\s*(:[^=]*)?=(?!=)", text):
+        return 2
+    if re.match(rf"\s*{name}\s*:", text) or re.search(r"\b(import|require|use|include)\b", text):
+        return 1
+    stripped = text.strip()
+    return -1 if stripped.startswith(_PROSE) or "``" in stripped or "`" in stripped else 0
+
+
+def _mentions(workspace: Path, term: str, ctx: ToolContext) -> list[tuple[str, int, str]]:
+    """(path, line, text) of whole-word mentions of `term`, at most MENTIONS_PER_TERM."""
+    args = ["--line-number", "--no-heading", "--null", "--word-regexp", "--fixed-strings"]
+    args += ["--max-count", str(MENTIONS_PER_FILE)]
+    hits: list[tuple[str, int, str]] = []
     try:
         with RgProcess([*args, "-e", term, "--", "."], workspace.resolve(), ctx) as proc:
             for record in proc.records():
                 path, sep, rest = record.partition(b"\0")
-                number = rest.split(b":", 1)[0]
+                number, _, text = rest.partition(b":")
                 if sep and number.isdigit():
-                    hits.append((strip_dot(os.fsdecode(path)), int(number)))
+                    line = text[:MENTION_LINE_CHARS].decode("utf-8", "replace")
+                    hits.append((strip_dot(os.fsdecode(path)), int(number), line))
                 if len(hits) >= MENTIONS_PER_TERM:
                     break
     except (ToolError, Interrupted):
@@ -114,6 +146,8 @@ def _render(workspace: Path, heading: str, regions: Sequence[Region], max_chars:
         if region.path not in lines_of:
             lines_of[region.path] = _lines(workspace, region.path)
         lines = lines_of[region.path]
+        if (region.path, region.line) in shown:  # a mention inside a region already shown
+            continue
         last = min(region.end, len(lines))
         span = [n for n in range(region.start, last + 1) if (region.path, n) not in shown]
         if not span:
