@@ -3,12 +3,13 @@ Grep call and its result the user sees, the governor clears and /undo brings bac
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from aforo.cli.config import load_config
 from aforo.cli.flags import build_parser, config_flags
-from aforo.messages import Request, ToolResult
-from aforo.navigate.guide import Navigator
+from aforo.messages import Request, SystemPart, ToolResult
+from aforo.navigate.guide import Guided, Navigator
 from aforo.navigate.repomap import MAP_PART
 from aforo.providers.fake import FakeProvider, FakeTurn
 from support.scenario import make_agent
@@ -99,15 +100,31 @@ def test_a_question_that_names_nothing_found_adds_nothing(tmp_path: Path) -> Non
     assert guided.messages == () and guided.events == ()
 
 
-def test_the_map_is_ranked_again_for_each_question(tmp_path: Path) -> None:
+def test_the_map_is_ranked_for_the_first_question_of_a_conversation(tmp_path: Path) -> None:
     ws = workspace(tmp_path / "ws")
     navigator = Navigator(ws, 32_768)
-    from aforo.messages import SystemPart
-
     system = (SystemPart("base", "system prompt"), SystemPart(navigator.repo_map(0) or "", MAP_PART))
     guided = navigator.guide("what does digest return?", system, set())
     assert guided.system[1].text.splitlines()[1].startswith("pkg/digest.py: def digest:6")
     assert guided.system[0] == system[0]
+    # Later in a conversation the system prompt stays as it is: the server's cache of it is kept.
+    assert navigator.guide("what does digest return?", system, set(), False).system == system
+
+
+def test_the_agent_asks_for_a_ranked_map_only_while_the_conversation_is_empty(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    agent, _, _ = make_agent(ws, FakeProvider([FakeTurn("one"), FakeTurn("two")]))
+    asked: list[bool] = []
+    navigator = Navigator(ws, 4096)
+
+    def guide(question: str, system: tuple[SystemPart, ...], taken: Collection[str], fresh: bool) -> Guided:
+        asked.append(fresh)
+        return navigator.guide(question, system, taken, fresh)
+
+    agent.guide = guide
+    agent.run("where is group defined?")
+    agent.run("and digest?")
+    assert asked == [True, False]
 
 
 def test_the_flag_and_the_config_key_turn_it_off(tmp_path: Path) -> None:

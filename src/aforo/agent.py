@@ -82,8 +82,8 @@ class Agent:
     # Each answer is one JSON step the server's schema forces (aforo.steps); False: tool definitions.
     constrained: bool = False
     # What the harness finds for a question before the model reads (aforo.navigate): called as each run
-    # begins with the question, the system prompt and the call ids taken.
-    guide: Callable[[str, tuple[SystemPart, ...], Collection[str]], Guided] | None = None
+    # begins with the question, the system prompt, the call ids taken and whether the conversation is empty.
+    guide: Callable[[str, tuple[SystemPart, ...], Collection[str], bool], Guided] | None = None
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -104,7 +104,7 @@ class Agent:
         run = _Run(question=prompt)
         if self.guide is not None:
             taken = {u.id for m in (*self.messages, *attached) for u in m.tool_uses}
-            guided = self.guide(prompt, self.system, taken)
+            guided = self.guide(prompt, self.system, taken, not self.messages)
             self.system, attached = guided.system, (*attached, *guided.messages)
             for event in guided.events:
                 self.emit(event)

@@ -69,14 +69,21 @@ class Navigator:
     def search_chars(self) -> int:
         return min(int(self.window * SEARCH_SHARE), SEARCH_MAX_TOKENS) * CHARS_PER_TOKEN
 
-    def guide(self, question: str, system: Sequence[SystemPart], taken_ids: Collection[str]) -> Guided:
-        """The system prompt with its map ranked for `question`, and the pre-search's call and result
-        (ids not in `taken_ids`), for the run that answers `question`."""
-        self.index(refresh=True)  # files may have changed since the last question
+    def guide(
+        self, question: str, system: Sequence[SystemPart], taken_ids: Collection[str], fresh: bool = True
+    ) -> Guided:
+        """The pre-search's call and result (ids not in `taken_ids`) for the run that answers `question`,
+        and the system prompt, its map ranked for `question` when the conversation is `fresh`: later,
+        the server's cache of the conversation (which the system prompt starts) is worth more than a
+        reordered map, and the pre-search has the question's places anyway."""
         parts = tuple(system)
-        if any(p.name == MAP_PART for p in parts):
-            mapped = self._render(question)
-            parts = tuple(replace(p, text=mapped) if p.name == MAP_PART and mapped else p for p in parts)
+        rank = fresh and any(p.name == MAP_PART for p in parts)
+        if not (rank or self.presearch):
+            return Guided(parts)
+        self.index(refresh=True)  # files may have changed since the last question
+        mapped = self._render(question) if rank else None
+        if mapped:
+            parts = tuple(replace(p, text=mapped) if p.name == MAP_PART else p for p in parts)
         if not self.presearch:
             return Guided(parts)
         started = time.monotonic()
