@@ -7,6 +7,8 @@ import math
 import os
 from pathlib import Path
 
+import pytest
+
 from aforo.context.breakdown import break_down
 from aforo.context.budget import Budget
 from aforo.context.tokens import Count
@@ -14,6 +16,7 @@ from aforo.messages import Request
 from aforo.navigate.guide import Navigator
 from aforo.navigate.index import build_index, cache_path
 from aforo.navigate.repomap import MAP_PART
+from aforo.navigate import symbols as module
 from aforo.navigate.symbols import CLASS, CONSTANT, FUNCTION, Definition, symbols
 from aforo.navigate.terms import question_terms
 from aforo.prompt import system_prompt
@@ -175,3 +178,12 @@ def test_the_index_is_cached_by_mtime_and_size(tmp_path: Path) -> None:
     assert [d.name for d in changed.files["pkg/widgets.py"].symbols.definitions] == ["Gadget"]
     cache.write_text("{broken")  # a broken cache costs a rebuild, not the map
     assert build_index(ws, cache).parsed == 7
+
+
+def test_a_language_without_its_grammar_defines_nothing_but_its_names_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    missing = module.Grammar("tree_sitter_not_installed", "language", {"function_declaration": FUNCTION})
+    monkeypatch.setitem(module.GRAMMARS, ".go", missing)
+    found = symbols("srv/main.go", b"package main\n\nfunc Serve() { hashlib() }\n")
+    assert found.definitions == () and {"Serve", "hashlib"} <= set(found.names)
