@@ -187,3 +187,20 @@ def test_a_language_without_its_grammar_defines_nothing_but_its_names_count(
     monkeypatch.setitem(module.GRAMMARS, ".go", missing)
     found = symbols("srv/main.go", b"package main\n\nfunc Serve() { hashlib() }\n")
     assert found.definitions == () and {"Serve", "hashlib"} <= set(found.names)
+
+
+def test_a_listing_that_fails_keeps_what_was_known(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aforo.errors import ToolError
+    from aforo.navigate import index as index_module
+
+    ws = big_workspace(tmp_path / "ws", files=3)
+    cache = cache_path(ws)
+    before = build_index(ws, cache)
+    saved = cache.read_bytes()
+
+    def fail(*_: object) -> set[str]:
+        raise ToolError("rg was interrupted")
+
+    monkeypatch.setattr(index_module, "list_files", fail)
+    after = build_index(ws, cache)
+    assert after.files == before.files and cache.read_bytes() == saved

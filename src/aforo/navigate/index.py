@@ -47,7 +47,6 @@ class SymbolIndex:
     files: dict[str, Entry]
     sources: int  # source files in the workspace, indexed or not
     parsed: int = 0  # files parsed by this build (the others came from the cache)
-    complete: bool = True  # False: a limit stopped the build
 
     @cached_property
     def references(self) -> Counter[str]:
@@ -79,14 +78,14 @@ def build_index(
     not hold as they are."""
     root = workspace.resolve()
     started = time.monotonic()
+    known = previous.files if previous is not None else _load(cache) if cache is not None else {}
     try:
         listed = list_files(root, ToolContext(root, deadline=started + seconds))
-    except ToolError:
-        listed = set()
+    except ToolError:  # rg missing or past the deadline: what was known stays, the cache untouched
+        return SymbolIndex(dict(known), len(known))
     sources = sorted(p for p in listed if suffix(p) in SOURCE_SUFFIXES)
-    known = previous.files if previous is not None else _load(cache) if cache is not None else {}
     files: dict[str, Entry] = {}
-    parsed, complete = 0, len(sources) <= MAP_FILES.value
+    parsed = 0
     for path in sources[: int(MAP_FILES.value)]:
         try:
             st = os.lstat(os.path.join(root, path))
@@ -99,13 +98,12 @@ def build_index(
             files[path] = old
             continue
         if time.monotonic() - started > seconds:
-            complete = False
-            continue
+            continue  # parsed by a later build
         files[path] = Entry(st.st_mtime_ns, st.st_size, _parse(root / path, path, st.st_size))
         parsed += 1
     if cache is not None and (parsed or files.keys() != known.keys()):
         _save(cache, files)
-    return SymbolIndex(files, len(sources), parsed, complete)
+    return SymbolIndex(files, len(sources), parsed)
 
 
 def _parse(real: Path, path: str, size: int) -> FileSymbols:
