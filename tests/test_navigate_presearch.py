@@ -173,3 +173,11 @@ def test_of_overloads_the_first_and_the_implementation(tmp_path: Path) -> None:
     content = guided.messages[1].tool_results[0].content
     assert "p.py:4 defines parse" in content and "p.py:17 defines parse" in content
     assert "p.py:6 defines parse" not in content
+
+
+def test_a_name_in_lower_case_finds_its_class(tmp_path: Path) -> None:
+    (tmp_path / "gov.py").write_text("class Governor:\n    def admit(self):\n        return 1\n")
+    guided = Navigator(tmp_path, 4096).guide("what does the governor admit?", (), set())
+    content = guided.messages[1].tool_results[0].content
+    assert "gov.py:1 defines Governor\n1\tclass Governor:" in content
+    assert "gov.py:2 defines Governor.admit" not in content  # its lines are shown already

@@ -62,6 +62,14 @@ class SymbolIndex:
                 where.setdefault(d.name, []).append((path, d))
         return where
 
+    @cached_property
+    def folded(self) -> dict[str, list[tuple[str, Definition]]]:
+        """`definitions` by the lower-case name: "the governor" asks about `Governor`."""
+        where: dict[str, list[tuple[str, Definition]]] = {}
+        for name, places in self.definitions.items():
+            where.setdefault(name.lower(), []).extend(places)
+        return where
+
 
 def cache_path(workspace: Path) -> Path:
     key = hashlib.sha256(os.fsencode(str(workspace.resolve()))).hexdigest()[:32]

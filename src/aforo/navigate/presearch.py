@@ -88,15 +88,16 @@ def search(
 
 def _definitions(index: SymbolIndex, term: str) -> list[Region]:
     """Where `term` is defined, top-level definitions before methods; of several in a row in one place
-    (typing overloads before the implementation), the first and the last."""
-    groups: dict[tuple[str, str], list[int]] = {}
-    for path, d in index.definitions.get(term, []):
+    (typing overloads before the implementation), the first and the last. The name as written first,
+    else in any case ("the governor" asks about `Governor`)."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
+    for path, d in index.definitions.get(term) or index.folded.get(term.lower(), []):
         if path in index.files:
-            groups.setdefault((path, d.parent), []).append(d.line)
+            groups.setdefault((path, d.parent, d.name), []).append(d.line)
     regions = []
-    for (path, parent), lines in sorted(groups.items(), key=lambda g: (bool(g[0][1]), g[0][0])):
+    for (path, parent, name), lines in sorted(groups.items(), key=lambda g: (bool(g[0][1]), g[0][0])):
         for line in sorted({min(lines), max(lines)}):
-            what = f"defines {parent}.{term}" if parent else f"defines {term}"
+            what = f"defines {parent}.{name}" if parent else f"defines {name}"
             regions.append(Region(path, line, line, line + DEFINITION_LINES - 1, what))
     return regions
 
