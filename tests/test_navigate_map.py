@@ -94,6 +94,7 @@ def test_other_languages_through_tree_sitter() -> None:
 def test_question_terms_skip_the_words_every_question_has() -> None:
     assert question_terms("where is the group decorator defined?") == ("group",)
     assert question_terms("Which module imports hashlib?") == ("hashlib",)
+    assert question_terms("Read all ten files: which is the longest?") == ()
     assert question_terms("what does `raise_for_status` return in HttpClient?")[:2] == (
         "raise_for_status",
         "HttpClient",

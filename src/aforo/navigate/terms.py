@@ -21,6 +21,7 @@ _COMMON = """a about above after all also an and any are as at be been before be
     please same say see she should show so some such tell than that the their them then there these they
     this those through to too two under until up use used uses using very was way we were what when where
     which while who whom why will with would yes you your
+    three four five six seven eight nine ten eleven twelve twenty first second third last next previous
     answer argument arguments call called calls calling class classes code codebase count decorator
     decorators default define defined defines definition declared describe does explain file files
     folder function functions implement implemented implementation import imported imports line lines
