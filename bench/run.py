@@ -15,6 +15,7 @@ BENCHES = (
     "held_text.py",
     "tools.py",
     "faults_memory.py",
+    "repomap.py",
 )
 
 

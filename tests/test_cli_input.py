@@ -133,7 +133,9 @@ def test_an_attached_file_is_cleared_by_the_governor_like_any_tool_result(tmp_pa
     (ws / ".aforo.toml").write_text("[policy]\nclear_at = 0.01\nkeep_tool_results = 0\n")
     model = Recorder()
     with LiveServer(make_openai_app(model)) as server:
+        # --no-search: the attachment alone, without the pre-search's result beside it.
         flags = ("-w", str(ws), "--base-url", server.url, "-m", "test-model", "--context-window", "8192")
+        flags += ("--no-search",)
         first = run_cli(*flags, "--json", "explain @src/mid.py")
         later = run_cli(*flags, "--json", "--resume", "and what does m_3 return?")
     assert first.code == later.code == 0, first.err + later.err

@@ -15,7 +15,7 @@ Wherever a run ends, `_End` carries its reason to the one place that closes the 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass
 
 from aforo.cancel import cancel_on_sigint
@@ -25,6 +25,7 @@ from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, HTTPStatusError, ProviderError, RejectedError, TransformError
 from aforo.events import EventSink, Info, RunEnd, RunReason, RunResult, TurnEnd, Warning
 from aforo.messages import Message, MessageEnd, Request, SystemPart
+from aforo.navigate.guide import Guided
 from aforo.protocols import Provider
 from aforo.shown import Shown
 from aforo.stream import Reply, collect
@@ -80,6 +81,9 @@ class Agent:
     live_text: bool = False
     # Each answer is one JSON step the server's schema forces (aforo.steps); False: tool definitions.
     constrained: bool = False
+    # What the harness finds for a question before the model reads (aforo.navigate): called as each run
+    # begins with the question, the system prompt, the call ids taken and whether the conversation is empty.
+    guide: Callable[[str, tuple[SystemPart, ...], Collection[str], bool], Guided] | None = None
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -98,6 +102,12 @@ class Agent:
         and results of files the user attached), so they are tool results like any other."""
         cancel = cancel or threading.Event()
         run = _Run(question=prompt)
+        if self.guide is not None:
+            taken = {u.id for m in (*self.messages, *attached) for u in m.tool_uses}
+            guided = self.guide(prompt, self.system, taken, not self.messages)
+            self.system, attached = guided.system, (*attached, *guided.messages)
+            for event in guided.events:
+                self.emit(event)
         for message in (Message.user(prompt), *attached):
             self.governor.conversation.append(message)
         try:

@@ -57,6 +57,11 @@ AGENTS_MD_BYTES = limit("agents_md_bytes", 16_000, "bytes", "AGENTS.md bytes put
 OVERVIEW_CHARS = limit(
     "overview_chars", 600, "characters", "the list of the workspace's files in the system prompt"
 )
+# The repository map and the pre-search (aforo.navigate): what one index of the workspace reads.
+MAP_FILES = limit("map_files", 20_000, "files", "source files the repository map indexes")
+MAP_FILE_BYTES = limit("map_file_bytes", 1 * MiB, "bytes", "one source file the repository map parses")
+MAP_NAMES = limit("map_names", 4_000, "names", "distinct names one file's references are counted from")
+MAP_SECONDS = limit("map_seconds", 20, "seconds", "building the repository map (the rest waits a run)")
 TEXT_CALL_LITERAL_CHARS = limit(
     "text_call_literal_chars",
     16 * KiB,

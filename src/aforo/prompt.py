@@ -7,8 +7,9 @@ The list of files is what a small model lacks most: without it Qwen2.5-Coder 0.5
 (`stopwords.txt` for `wordfreq/stopwords.py`, AGENTS.md for everything) instead of searching. It is the
 files ripgrep would search (ignore files honoured), as whole paths (given apart from its directory, a
 file's name is what the 0.5B model asked for: `config.py` for `app/config.py`), within `overview_chars`;
-a workspace too large for that is shown as its top-level entries with file counts. Names are escaped
-(`names.show`): they come from the workspace.
+a workspace too large for that gets the repository map instead (aforo.navigate: its source files with
+what they define, within what is left of the fixed prompt's share of the window), else its top-level
+entries with file counts. Names are escaped (`names.show`): they come from the workspace.
 
 AGENTS.md comes from the workspace, which is not trusted: it is read like a tool reads a file (confined
 to the workspace, a regular file only, never blocking) and at most `agents_md_bytes` of it is read at
@@ -20,12 +21,14 @@ from __future__ import annotations
 import codecs
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from aforo.errors import ToolError
 from aforo.limits import AGENTS_MD_BYTES, OVERVIEW_CHARS
 from aforo.messages import SystemPart
+from aforo.navigate.repomap import MAP_PART
 from aforo.protocols import ToolContext
 from aforo.tools.names import show
 from aforo.tools.ripgrep import list_files
@@ -90,6 +93,11 @@ def load_instructions(workspace: Path, max_bytes: int = int(AGENTS_MD_BYTES.valu
     return Instructions(text, warning)
 
 
+def fits(files: list[str], max_chars: int = int(OVERVIEW_CHARS.value)) -> bool:
+    """Whether the whole list of `files` fits in the overview."""
+    return len(" ".join(show(name) for name in files)) <= max_chars
+
+
 def overview(files: list[str], max_chars: int = int(OVERVIEW_CHARS.value)) -> str | None:
     """The files' paths, or the top-level entries with how many
     files each holds when that is longer than `max_chars`; None when even that does not fit."""
@@ -119,13 +127,18 @@ def workspace_files(workspace: Path) -> list[str]:
         return []
 
 
-def system_prompt(workspace: Path) -> SystemPrompt:
+def system_prompt(workspace: Path, repo_map: Callable[[int], str | None] | None = None) -> SystemPrompt:
+    """`repo_map(chars)`: the repository map, given the characters the rest of the system prompt takes,
+    for a workspace whose files do not fit the overview (None: no map)."""
     parts = [SystemPart(BASE.format(workspace=show(workspace.resolve().name) or "/"), "system prompt")]
-    listing = overview(workspace_files(workspace))
-    if listing:
-        parts.append(SystemPart(listing, OVERVIEW))
     instructions = load_instructions(workspace)
     if instructions.text:
         parts.append(SystemPart(instructions.text, INSTRUCTIONS_FILE))
+    files = workspace_files(workspace)
+    mapped = None if repo_map is None or fits(files) else repo_map(sum(len(p.text) for p in parts))
+    if mapped:
+        parts.insert(1, SystemPart(mapped, MAP_PART))
+    elif listing := overview(files):
+        parts.insert(1, SystemPart(listing, OVERVIEW))
     warnings = (instructions.warning,) if instructions.warning else ()
     return SystemPrompt(tuple(parts), warnings)

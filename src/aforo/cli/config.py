@@ -71,6 +71,9 @@ class Config:
     # auto: constrained steps where the server can force a JSON schema (aforo.steps), else tool
     # definitions; "constrained" / "native" choose one.
     tool_mode: str = "auto"
+    # Before the first model call, aforo searches the workspace for what the question names
+    # (aforo.navigate.presearch); --no-search turns it off.
+    presearch: bool = True
     tokenizer: Path | None = None
     policy: Policy = field(default_factory=Policy)
     # Short names for models (`[aliases] coder = "qwen2.5-coder:7b-instruct"`): `-m coder` asks for the
@@ -105,6 +108,7 @@ _STR_KEYS = {
     "tool_mode",
 }
 TOOL_MODES = ("auto", "constrained", "native")
+_BOOL_KEYS = {"presearch"}
 _FLOAT_KEYS = {
     "checkpoint_session_quota_mb",
     "checkpoint_total_quota_mb",
@@ -130,6 +134,8 @@ def _check(key: str, value: Any, where: str) -> Any:
             raise ConfigError(f"{where}: {key} must be a positive number, got {value!r}")
         if not math.isfinite(value):  # nan passes every comparison above; inf is no timeout or quota
             raise ConfigError(f"{where}: {key} must be a finite number, got {value!r}")
+    elif key in _BOOL_KEYS and not isinstance(value, bool):
+        raise ConfigError(f"{where}: {key} must be true or false, got {value!r}")
     elif key in _STR_KEYS and (not isinstance(value, str) or not value.strip()):
         shown = "a hidden value" if key == "api_key" else repr(value)
         raise ConfigError(f"{where}: {key} must be a non-empty string, got {shown}")
@@ -173,8 +179,10 @@ def _apply(cfg: Config, values: dict[str, Any], where: str) -> Config:
         if key == "lanes":
             changes["lanes"] = {**changes.get("lanes", cfg.lanes), **parse_lanes(value, where)}
             continue
-        if key not in _INT_KEYS | _STR_KEYS | _FLOAT_KEYS:
-            known = ", ".join(sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | {"policy", "aliases", "lanes"}))
+        if key not in _INT_KEYS | _STR_KEYS | _FLOAT_KEYS | _BOOL_KEYS:
+            known = ", ".join(
+                sorted(_INT_KEYS | _STR_KEYS | _FLOAT_KEYS | _BOOL_KEYS | {"policy", "aliases", "lanes"})
+            )
             raise ConfigError(f"{where}: unknown key {key!r} (known: {known})")
         changes[key] = _check(key, value, where)
     if "engine" in changes and "base_url" in changes:

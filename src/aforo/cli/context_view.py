@@ -20,6 +20,7 @@ MIN_BAR_WIDTH = 10
 # (glyph, colour) per section, in the order the breakdown gives them, then free and reserve.
 _STYLE = {
     "system prompt": ("S", "blue"),
+    "repository map": ("P", "bright_blue"),
     "AGENTS.md": ("A", "cyan"),
     "tool definitions": ("T", "magenta"),
     "user messages": ("U", "green"),

@@ -95,6 +95,14 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         help="constrained: each answer is one JSON step the server's schema forces; native: tool "
         "definitions (auto: constrained where the server can)",
     )
+    parser.add_argument(
+        "--no-search",
+        dest="presearch",
+        action="store_const",
+        const=False,
+        default=NOT_GIVEN,
+        help="do not search the workspace for what the question names before the first model call",
+    )
     parser.add_argument("--tokenizer", default=NOT_GIVEN, help="a local tokenizer.json for exact counts")
     parser.add_argument("--lane", default=NOT_GIVEN, help="the [lanes.NAME] the conversation runs on")
     parser.add_argument(
@@ -139,6 +147,7 @@ CONFIG_FLAGS = (
     "temperature",
     "server",
     "tool_mode",
+    "presearch",
     "tokenizer",
     "read_timeout",
     "answer_timeout",

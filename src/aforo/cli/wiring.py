@@ -26,6 +26,8 @@ from aforo.context.governor import Governor
 from aforo.context.lanes import DEFAULT_LANE, Lane
 from aforo.errors import ConfigError
 from aforo.events import EventSink, Info, Warning
+from aforo.messages import Request
+from aforo.navigate.guide import Navigator
 from aforo.prompt import system_prompt
 from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.server_kinds import KINDS
@@ -34,6 +36,7 @@ from aforo.servers.detect import detect_server
 from aforo.servers.kind import Connection, ServerInfo, ServerKind, kind_named
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
+from aforo.steps import definition_chars
 from aforo.tools.registry import default_registry
 from aforo.wire.bounded import Deadlines
 from aforo.wire.http import DISCOVERY_TIMEOUT, reach
@@ -184,7 +187,10 @@ def build_runtime(
     )
     registry = default_registry(cfg.workspace)
     constrained = constrain(cfg.tool_mode, main)
-    prompt = system_prompt(cfg.workspace)
+    navigator = Navigator(cfg.workspace, main.budget.window, presearch=cfg.presearch)
+    specs = registry.specs_for(main.budget.window)
+    tools_chars = definition_chars(Request(main.model, (), specs, (), 0, constrained=constrained))
+    prompt = system_prompt(cfg.workspace, lambda chars: navigator.repo_map(chars + tools_chars))
     for warning in prompt.warnings:
         emit(Warning(warning))
     agent = Agent(
@@ -197,6 +203,7 @@ def build_runtime(
         temperature=cfg.temperature,
         live_text=live,
         constrained=constrained,
+        guide=navigator.guide,
     )
     mode = "constrained" if constrained else "native"
     emit(Info({**_info(cfg, main, compaction), "answers": "streamed" if live else "held", "tool_mode": mode}))

@@ -35,10 +35,12 @@ class Breakdown:
 
 
 def break_down(request: Request, budget: Budget, count: Count, ratio: float) -> Breakdown:
-    chars: dict[str, float] = {"system prompt": 0, "AGENTS.md": 0, "tool definitions": 0}
+    chars: dict[str, float] = {"system prompt": 0, "repository map": 0, "AGENTS.md": 0, "tool definitions": 0}
     for part in request.system:
-        key = "AGENTS.md" if part.name == "AGENTS.md" else "system prompt"
+        key = part.name if part.name in ("AGENTS.md", "repository map") else "system prompt"
         chars[key] += len(part.text)
+    if not chars["repository map"]:
+        del chars["repository map"]  # a workspace whose files are listed has no map: no row for it
     chars["tool definitions"] = definition_chars(request)
     chars.update({"user messages": 0, "assistant messages": 0, "tool results": 0, "cleared results": 0})
     for message in request.messages:

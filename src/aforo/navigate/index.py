@@ -1,0 +1,164 @@
+"""The workspace's symbol index: every source file's definitions and used names, built once and kept
+fresh by file mtimes.
+
+The files are those ripgrep would search (ignore files honoured), the source ones among them, at most
+`map_files`; a symbolic link is not followed (what it points to may be outside the workspace). Parsing
+a large tree takes seconds, so what was parsed is kept in the state directory, one cache file per
+workspace, each file's entry keyed by its path, mtime and size: the next build parses only what
+changed. A build that reaches `map_seconds` stops and keeps what it has; the rest is parsed next time.
+A cache that cannot be read or written costs time, never the map.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from aforo.errors import StoreError, ToolError
+from aforo.limits import MAP_FILE_BYTES, MAP_FILES, MAP_SECONDS, STATE_FILE_BYTES
+from aforo.navigate.symbols import SOURCE_SUFFIXES, Definition, FileSymbols, suffix, symbols
+from aforo.protocols import ToolContext
+from aforo.store.atomic import atomic_write, encode_json
+from aforo.store.paths import state_dir
+from aforo.tools.ripgrep import list_files
+
+CACHE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Entry:
+    mtime_ns: int
+    size: int
+    symbols: FileSymbols
+
+
+@dataclass(frozen=True)
+class SymbolIndex:
+    files: dict[str, Entry]
+    sources: int  # source files in the workspace, indexed or not
+    parsed: int = 0  # files parsed by this build (the others came from the cache)
+
+    @cached_property
+    def references(self) -> Counter[str]:
+        """How many files use each name."""
+        return Counter(name for entry in self.files.values() for name in entry.symbols.names)
+
+    @cached_property
+    def definitions(self) -> dict[str, list[tuple[str, Definition]]]:
+        """Where each name is defined: (path, definition), in path order (`files` is built in it)."""
+        where: dict[str, list[tuple[str, Definition]]] = {}
+        for path, entry in self.files.items():
+            for d in entry.symbols.definitions:
+                where.setdefault(d.name, []).append((path, d))
+        return where
+
+    @cached_property
+    def folded(self) -> dict[str, list[tuple[str, Definition]]]:
+        """`definitions` by the lower-case name: "the governor" asks about `Governor`."""
+        where: dict[str, list[tuple[str, Definition]]] = {}
+        for name, places in self.definitions.items():
+            where.setdefault(name.lower(), []).extend(places)
+        return where
+
+
+def cache_path(workspace: Path) -> Path:
+    key = hashlib.sha256(os.fsencode(str(workspace.resolve()))).hexdigest()[:32]
+    return state_dir() / "maps" / f"{key}.json"
+
+
+def build_index(
+    workspace: Path,
+    cache: Path | None = None,
+    seconds: float = MAP_SECONDS.value,
+    previous: SymbolIndex | None = None,
+) -> SymbolIndex:
+    """The index of `workspace`, parsing only the files that `previous` (else the cache at `cache`) does
+    not hold as they are."""
+    root = workspace.resolve()
+    started = time.monotonic()
+    known = previous.files if previous is not None else _load(cache) if cache is not None else {}
+    try:
+        listed = list_files(root, ToolContext(root, deadline=started + seconds))
+    except ToolError:  # rg missing or past the deadline: what was known stays, the cache untouched
+        return SymbolIndex(dict(known), len(known))
+    sources = sorted(p for p in listed if suffix(p) in SOURCE_SUFFIXES)
+    files: dict[str, Entry] = {}
+    parsed = 0
+    for path in sources[: int(MAP_FILES.value)]:
+        try:
+            st = os.lstat(os.path.join(root, path))
+        except OSError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        old = known.get(path)
+        if old is not None and (old.mtime_ns, old.size) == (st.st_mtime_ns, st.st_size):
+            files[path] = old
+            continue
+        if time.monotonic() - started > seconds:
+            continue  # parsed by a later build
+        files[path] = Entry(st.st_mtime_ns, st.st_size, _parse(root / path, path, st.st_size))
+        parsed += 1
+    if cache is not None and (parsed or files.keys() != known.keys()):
+        _save(cache, files)
+    return SymbolIndex(files, len(sources), parsed)
+
+
+def _parse(real: Path, path: str, size: int) -> FileSymbols:
+    if size > MAP_FILE_BYTES.value:
+        return FileSymbols((), ())
+    try:
+        with open(real, "rb") as f:
+            data = f.read(int(MAP_FILE_BYTES.value) + 1)
+    except OSError:
+        return FileSymbols((), ())
+    return symbols(path, data)
+
+
+def _load(cache: Path) -> dict[str, Entry]:
+    """The cache's entries; nothing when it is missing, too large, broken or of another version.
+
+    Read with `json.loads` alone, not the state files' depth check: the cache is aforo's own file in
+    its private state directory and the check would double a warm start; a nesting too deep for the
+    parser is its RecursionError, caught like any broken cache."""
+    try:
+        with open(cache, "rb") as f:
+            data = f.read(int(STATE_FILE_BYTES.value) + 1)
+        if len(data) > STATE_FILE_BYTES.value:
+            return {}
+        raw = json.loads(data)
+        if raw.get("version") != CACHE_VERSION:
+            return {}
+        return {path: _entry(row) for path, row in raw["files"].items()}
+    # A cache from a broken write or another version: rebuilt, never trusted in part.
+    except (OSError, RecursionError, AttributeError, KeyError, TypeError, ValueError):
+        return {}
+
+
+def _entry(row: list[Any]) -> Entry:
+    mtime_ns, size, definitions, names = row
+    found = tuple(map(Definition._make, definitions))
+    if not all(type(d.line) is int and type(d.name) is str for d in found):
+        raise TypeError("a definition of another shape")
+    return Entry(mtime_ns, size, FileSymbols(found, tuple(names)))
+
+
+def _save(cache: Path, files: dict[str, Entry]) -> None:
+    rows = {path: _row(e) for path, e in files.items()}
+    with contextlib.suppress(StoreError):  # the next build parses again: slower, never wrong
+        atomic_write(cache, encode_json({"version": CACHE_VERSION, "files": rows}))
+
+
+def _row(e: Entry) -> list[Any]:
+    definitions: Iterable[Definition] = e.symbols.definitions
+    return [e.mtime_ns, e.size, [[d.name, d.kind, d.line, d.parent] for d in definitions], e.symbols.names]

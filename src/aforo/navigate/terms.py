@@ -1,0 +1,49 @@
+"""The names a question asks about: its identifiers and key words, without the words every question has.
+
+`where is the group decorator defined?` asks about `group` (and `decorator`); `which module imports
+hashlib?` about `hashlib`. Code-looking words (`raise_for_status`, `HttpClient`, `a.b`, anything in
+backticks) come first: they name one thing. The rest are kept when they are not common English nor the
+vocabulary of questions about code (`function`, `defined`, `file`), which would match everywhere.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_TERMS = 6
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_QUOTED = re.compile(r"`([^`]+)`")
+
+_COMMON = """a about above after all also an and any are as at be been before being below between both but by
+    can could did do does doing done each else every few find for from get gets given give go got had has
+    have having he her here hers him his how i if in into is it its itself just know let like list make
+    many me more most much must my need no not now of off on once one only or other our out over own
+    please same say see she should show so some such tell than that the their them then there these they
+    this those through to too two under until up use used uses using very was way we were what when where
+    which while who whom why will with would yes you your
+    three four five six seven eight nine ten eleven twelve twenty first second third last next previous
+    answer argument arguments call called calls calling class classes code codebase count decorator
+    decorators default define defined defines definition declared describe does explain file files
+    folder function functions implement implemented implementation import imported imports line lines
+    longest largest method methods module modules name named names number package parameter parameters
+    project read repository return returned returns shortest signature source take takes type value
+    values variable variables work works workspace written"""
+COMMON = frozenset(_COMMON.split())
+
+
+def question_terms(question: str) -> tuple[str, ...]:
+    """At most MAX_TERMS names from `question`, the most specific first, each once."""
+    quoted = [w for q in _QUOTED.findall(question) for w in _WORD.findall(q)]
+    words = _WORD.findall(question)
+    code = [w for w in words if _looks_like_code(w)]
+    plain = [w for w in words if len(w) >= 3 and w.lower() not in COMMON]
+    seen: dict[str, None] = {}
+    for word in (*quoted, *code, *plain):
+        if word.lower() not in COMMON or word in quoted:
+            seen.setdefault(word, None)
+    return tuple(seen)[:MAX_TERMS]
+
+
+def _looks_like_code(word: str) -> bool:
+    inner = word.strip("_")
+    return "_" in inner or (any(c.isupper() for c in inner[1:]) and any(c.islower() for c in inner))

@@ -1,0 +1,207 @@
+"""The repository map: definitions from syntax trees, ranked for the question, cut to a budget that scales
+with the window, cached by mtime, shown by /context."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pytest
+
+from aforo.context.breakdown import break_down
+from aforo.context.budget import Budget
+from aforo.context.tokens import Count
+from aforo.messages import Request
+from aforo.navigate import symbols as module
+from aforo.navigate.guide import Navigator
+from aforo.navigate.index import build_index, cache_path
+from aforo.navigate.repomap import MAP_PART
+from aforo.navigate.symbols import CLASS, CONSTANT, FUNCTION, Definition, symbols
+from aforo.navigate.terms import question_terms
+from aforo.prompt import system_prompt
+from aforo.steps import definition_chars
+from aforo.tools.registry import default_registry
+
+WINDOW = 4096
+
+
+def long_module(defs_at: dict[int, str], total: int = 400) -> str:
+    """A Python module of `total` lines with each of `defs_at`'s lines holding the given text."""
+    lines = [f"# filler line {n}" for n in range(1, total + 1)]
+    for line, text in defs_at.items():
+        lines[line - 1] = text
+    return "\n".join(lines) + "\n"
+
+
+def big_workspace(root: Path, files: int = 60) -> Path:
+    """More files than the overview lists, with a known shape: `Widget` (pkg/widgets.py) is used by every
+    other module, `group` is defined at line 263 of pkg/decorators.py and used nowhere else."""
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "widgets.py").write_text("class Widget:\n    def paint(self):\n        return 1\n\nLIMIT = 3\n")
+    (pkg / "decorators.py").write_text(
+        long_module(
+            {
+                263: "def group(name=None, **attrs):",
+                264: '    """Make a group."""',
+                300: "class Command:",
+                301: "    pass",
+            }
+        )
+    )
+    for n in range(files):
+        (pkg / f"feature_module_number_{n:03}.py").write_text(
+            f"from pkg.widgets import Widget\n\n\ndef feature_{n}():\n    return Widget()\n"
+        )
+    return root
+
+
+def test_python_definitions_come_from_the_syntax_tree() -> None:
+    source = long_module(
+        {263: "class Group:", 264: "    def group(self):", 265: "        pass", 10: "MAX = 3"}
+    )
+    found = symbols("pkg/core.py", source.encode())
+    assert Definition("Group", CLASS, 263) in found.definitions
+    assert Definition("group", FUNCTION, 264, "Group") in found.definitions
+    assert Definition("MAX", CONSTANT, 10) in found.definitions
+    # A comment that reads like a definition is not one (no regex).
+    assert not [d for d in symbols("x.py", b"# def fake():\n").definitions]
+
+
+def test_other_languages_through_tree_sitter() -> None:
+    cases = {
+        "web/app.ts": (
+            b"\n\nexport function render() {}\ninterface Props {}\nclass View { draw() {} }\n",
+            "render",
+            3,
+        ),
+        "srv/main.go": (b"package main\n\nfunc Serve() {}\ntype Handler struct{}\n", "Serve", 3),
+        "src/lib.rs": (b"// a comment\nstruct Point;\nimpl Point { fn norm() {} }\n", "Point", 2),
+        "App.java": (b"\npublic class App { void run() {} }\n", "App", 2),
+        "lib/x.c": (b"#define MAX 3\n\nint *parse(int a) { return 0; }\n", "parse", 3),
+        "ui/widget.js": (b"const LIMIT = 3;\n\nfunction mount() {}\n", "mount", 3),
+    }
+    for path, (source, name, line) in cases.items():
+        found = symbols(path, source).definitions
+        assert any(d.name == name and d.line == line and not d.parent for d in found), (path, found)
+    methods = {
+        (d.parent, d.name) for path in cases for d in symbols(path, cases[path][0]).definitions if d.parent
+    }
+    assert {("View", "draw"), ("Point", "norm"), ("App", "run")} <= methods
+
+
+def test_question_terms_skip_the_words_every_question_has() -> None:
+    assert question_terms("where is the group decorator defined?") == ("group",)
+    assert question_terms("Which module imports hashlib?") == ("hashlib",)
+    assert question_terms("Read all ten files: which is the longest?") == ()
+    assert question_terms("what does `raise_for_status` return in HttpClient?")[:2] == (
+        "raise_for_status",
+        "HttpClient",
+    )
+
+
+def _map(navigator: Navigator, ws: Path, tools_chars: int) -> str:
+    prompt = system_prompt(ws, lambda chars: navigator.repo_map(chars + tools_chars))
+    (part,) = [p for p in prompt.parts if p.name == MAP_PART]
+    return part.text
+
+
+def test_the_map_replaces_the_folder_counts_of_a_large_workspace(tmp_path: Path) -> None:
+    ws = big_workspace(tmp_path / "ws")
+    prompt = system_prompt(ws, Navigator(ws, WINDOW).repo_map)
+    names = [p.name for p in prompt.parts]
+    assert names == ["system prompt", MAP_PART] and "workspace files" not in names
+    # Without a map (the old behaviour) the same workspace is one folder and a count.
+    assert [p.text for p in system_prompt(ws).parts][1] == "The workspace's files:\npkg/ (62 files)"
+
+
+def test_a_small_workspace_keeps_its_list_of_files(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("def f():\n    pass\n")
+    prompt = system_prompt(tmp_path, Navigator(tmp_path, WINDOW).repo_map)
+    assert [p.name for p in prompt.parts] == ["system prompt", "workspace files"]
+
+
+def test_the_most_used_definition_ranks_first_and_the_questions_name_before_it(tmp_path: Path) -> None:
+    ws = big_workspace(tmp_path / "ws")
+    navigator = Navigator(ws, 32_768)
+    plain = navigator.repo_map(0).splitlines()
+    assert plain[1].startswith("pkg/widgets.py: class Widget:1")  # used by 60 other files, last by name
+    asked = navigator.repo_map(0, "where is the group decorator defined?").splitlines()
+    assert asked[1].startswith("pkg/decorators.py: def group:263")
+    assert "class Command:300" in asked[1]
+
+
+def test_the_map_keeps_the_fixed_prompt_under_a_tenth_of_a_4096_window(tmp_path: Path) -> None:
+    ws = big_workspace(tmp_path / "ws", files=400)
+    registry = default_registry(ws)
+    for constrained in (True, False):
+        probe = Request("m", (), registry.specs_for(WINDOW), (), 0, constrained=constrained)
+        tools_chars = definition_chars(probe)
+        navigator = Navigator(ws, WINDOW)
+        prompt = system_prompt(ws, lambda chars, n=navigator, t=tools_chars: n.repo_map(chars + t))
+        request = Request("m", prompt.parts, registry.specs_for(WINDOW), (), 0, constrained=constrained)
+        fixed = math.ceil((len(request.system_text) + definition_chars(request)) / 4)
+        has_map = any(p.name == MAP_PART for p in prompt.parts)
+        # Constrained steps leave room for a map; tool definitions alone take a tenth: no map then.
+        assert has_map == constrained
+        if has_map:
+            assert fixed <= WINDOW // 10, fixed
+    # A larger window gets a larger map.
+    small = len(Navigator(ws, WINDOW).repo_map(700) or "")
+    large = len(Navigator(ws, 32_768).repo_map(700) or "")
+    assert 0 < small < large
+
+
+def test_context_shows_the_map_as_its_own_section(tmp_path: Path) -> None:
+    ws = big_workspace(tmp_path / "ws")
+    budget, count = Budget(WINDOW, 512, "test"), Count(500, False, "estimate", 500)
+    mapped = system_prompt(ws, Navigator(ws, WINDOW).repo_map)
+    view = break_down(Request("m", mapped.parts, (), (), 512), budget, count, 1.0)
+    assert {s.name: s.tokens for s in view.sections}[MAP_PART] > 50
+    listed = system_prompt(ws)  # no map: no row for one
+    view = break_down(Request("m", listed.parts, (), (), 512), budget, count, 1.0)
+    assert MAP_PART not in {s.name for s in view.sections}
+
+
+def test_the_index_is_cached_by_mtime_and_size(tmp_path: Path) -> None:
+    ws = big_workspace(tmp_path / "ws", files=5)
+    cache = cache_path(ws)
+    cold = build_index(ws, cache)
+    assert cold.parsed == 7 and cache.is_file()
+    warm = build_index(ws, cache)
+    assert warm.parsed == 0 and warm.files == cold.files
+    core = ws / "pkg" / "widgets.py"
+    core.write_text("class Gadget:\n    pass\n")
+    os.utime(core, ns=(1, 1))  # a different mtime even on a coarse clock
+    changed = build_index(ws, cache)
+    assert changed.parsed == 1
+    assert [d.name for d in changed.files["pkg/widgets.py"].symbols.definitions] == ["Gadget"]
+    cache.write_text("{broken")  # a broken cache costs a rebuild, not the map
+    assert build_index(ws, cache).parsed == 7
+
+
+def test_a_language_without_its_grammar_defines_nothing_but_its_names_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    missing = module.Grammar("tree_sitter_not_installed", "language", {"function_declaration": FUNCTION})
+    monkeypatch.setitem(module.GRAMMARS, ".go", missing)
+    found = symbols("srv/main.go", b"package main\n\nfunc Serve() { hashlib() }\n")
+    assert found.definitions == () and {"Serve", "hashlib"} <= set(found.names)
+
+
+def test_a_listing_that_fails_keeps_what_was_known(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from aforo.errors import ToolError
+    from aforo.navigate import index as index_module
+
+    ws = big_workspace(tmp_path / "ws", files=3)
+    cache = cache_path(ws)
+    before = build_index(ws, cache)
+    saved = cache.read_bytes()
+
+    def fail(*_: object) -> set[str]:
+        raise ToolError("rg was interrupted")
+
+    monkeypatch.setattr(index_module, "list_files", fail)
+    after = build_index(ws, cache)
+    assert after.files == before.files and cache.read_bytes() == saved

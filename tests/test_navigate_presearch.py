@@ -1,0 +1,183 @@
+"""The pre-search: before the first model call, the regions the question names are in the request, as a
+Grep call and its result the user sees, the governor clears and /undo brings back."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from pathlib import Path
+
+from aforo.cli.config import load_config
+from aforo.cli.flags import build_parser, config_flags
+from aforo.messages import Request, SystemPart, ToolResult
+from aforo.navigate.guide import Guided, Navigator
+from aforo.navigate.repomap import MAP_PART
+from aforo.providers.fake import FakeProvider, FakeTurn
+from support.scenario import make_agent
+
+
+def decorators_module() -> str:
+    """400 lines; `group` is defined at line 263, far past any head a capped Read would show."""
+    lines = [f"def helper_{n}():\n    return {n}\n" for n in range(140)]
+    body = "".join(lines).splitlines()[:262]
+    body += ["def group(name=None, **attrs):", '    """Attach a group of commands."""', "    return name"]
+    body += [f"CONSTANT_{n} = {n}" for n in range(400 - len(body))]
+    return "\n".join(body) + "\n"
+
+
+def workspace(root: Path) -> Path:
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "decorators.py").write_text(decorators_module())
+    (pkg / "core.py").write_text("from pkg.decorators import group\n\n\nclass Group:\n    pass\n")
+    for name in ("util", "io", "net", "cache"):
+        (pkg / f"{name}.py").write_text(f"import os\n\n\ndef {name}_main():\n    return os.sep\n")
+    (pkg / "digest.py").write_text(
+        '"""Checksums."""\n\nimport hashlib\n\n\ndef digest(data):\n    return 1\n'
+    )
+    return root
+
+
+def first_results(request: Request) -> list[ToolResult]:
+    return [r for m in request.messages for r in m.tool_results]
+
+
+def test_the_definition_at_line_263_is_in_the_first_request(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    assert (ws / "pkg/decorators.py").read_text().splitlines()[262] == "def group(name=None, **attrs):"
+    provider = FakeProvider([FakeTurn("pkg/decorators.py:263")])
+    agent, rec, _ = make_agent(ws, provider)
+    agent.guide = Navigator(ws, 4096).guide
+    result = agent.run("where is the group decorator defined?")
+    assert result.reason == "end_turn"
+    (found,) = first_results(provider.requests[0])
+    assert "aforo searched the workspace for `group`" in found.content
+    assert "pkg/decorators.py:263 defines group\n263\tdef group(name=None, **attrs):" in found.content
+    assert "pkg/core.py:1 mentions group" in found.content
+    # Shown to the user as a call, like an attached file.
+    (start,) = rec.of("tool_start")
+    assert start.name == "Grep" and start.input == {"pattern": r"\b(group)\b"}  # type: ignore[attr-defined]
+    (end,) = rec.of("tool_end")
+    assert end.ok and end.tokens > 0  # type: ignore[attr-defined]
+    # In the conversation as a call and its result, right after the question: clearable like any result.
+    assert [m.role for m in agent.messages] == ["user", "assistant", "user", "assistant"]
+    assert agent.messages[1].tool_uses[0].id == found.tool_use_id
+
+
+def test_the_module_that_imports_a_name_is_found_by_its_mention(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    provider = FakeProvider([FakeTurn("pkg/digest.py")])
+    agent, _, _ = make_agent(ws, provider)
+    agent.guide = Navigator(ws, 4096).guide
+    agent.run("Which module imports hashlib?")
+    (found,) = first_results(provider.requests[0])
+    assert "pkg/digest.py:3 mentions hashlib\n2\t\n3\timport hashlib\n4\t" in found.content
+
+
+def test_the_search_stays_within_its_share_of_the_window(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    for n in range(40):
+        (ws / f"user_{n}.py").write_text("from pkg.decorators import group\n" * 3 + "group()\n")
+    navigator = Navigator(ws, 4096)
+    guided = navigator.guide("where is group defined?", (), set())
+    text = guided.messages[1].tool_results[0].content
+    assert len(text) <= navigator.search_chars() <= 4096 * 4 // 10
+    assert "pkg/decorators.py:263 defines group" in text  # the definition before the mentions
+    assert "more matches not shown" in text
+
+
+def test_no_search_sends_the_question_alone(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    provider = FakeProvider([FakeTurn("no idea")])
+    agent, rec, _ = make_agent(ws, provider)
+    agent.guide = Navigator(ws, 4096, presearch=False).guide
+    agent.run("where is the group decorator defined?")
+    assert first_results(provider.requests[0]) == [] and rec.of("tool_start") == []
+
+
+def test_a_question_that_names_nothing_found_adds_nothing(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    guided = Navigator(ws, 4096).guide("what is the meaning of zyzzyva?", (), set())
+    assert guided.messages == () and guided.events == ()
+
+
+def test_the_map_is_ranked_for_the_first_question_of_a_conversation(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    navigator = Navigator(ws, 32_768)
+    system = (SystemPart("base", "system prompt"), SystemPart(navigator.repo_map(0) or "", MAP_PART))
+    guided = navigator.guide("what does digest return?", system, set())
+    assert guided.system[1].text.splitlines()[1].startswith("pkg/digest.py: def digest:6")
+    assert guided.system[0] == system[0]
+    # Later in a conversation the system prompt stays as it is: the server's cache of it is kept.
+    assert navigator.guide("what does digest return?", system, set(), False).system == system
+
+
+def test_the_agent_asks_for_a_ranked_map_only_while_the_conversation_is_empty(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    agent, _, _ = make_agent(ws, FakeProvider([FakeTurn("one"), FakeTurn("two")]))
+    asked: list[bool] = []
+    navigator = Navigator(ws, 4096)
+
+    def guide(question: str, system: tuple[SystemPart, ...], taken: Collection[str], fresh: bool) -> Guided:
+        asked.append(fresh)
+        return navigator.guide(question, system, taken, fresh)
+
+    agent.guide = guide
+    agent.run("where is group defined?")
+    agent.run("and digest?")
+    assert asked == [True, False]
+
+
+def test_the_flag_and_the_config_key_turn_it_off(tmp_path: Path) -> None:
+    parser = build_parser()
+    assert load_config(config_flags(parser.parse_args(["-w", str(tmp_path), "q"]))).presearch is True
+    assert (
+        load_config(config_flags(parser.parse_args(["-w", str(tmp_path), "--no-search", "q"]))).presearch
+        is False
+    )
+    (tmp_path / ".aforo.toml").write_text("presearch = false\n")
+    assert load_config(config_flags(parser.parse_args(["-w", str(tmp_path), "q"]))).presearch is False
+    (tmp_path / ".aforo.toml").write_text('presearch = "no"\n')
+    try:
+        load_config(config_flags(parser.parse_args(["-w", str(tmp_path), "q"])))
+    except Exception as exc:
+        assert "presearch must be true or false" in str(exc)
+    else:
+        raise AssertionError("a non-boolean presearch was accepted")
+
+
+def test_an_assignment_ranks_before_prose_that_names_it(tmp_path: Path) -> None:
+    (tmp_path / "a_notes.py").write_text("# the size is how much we keep\nX = 1\n")
+    (tmp_path / "b_uses.py").write_text("def f(box):\n    return box.size\n")
+    (tmp_path / "z_config.py").write_text('"""Config."""\n\n\nclass Config:\n    size: int = 40\n')
+    text = Navigator(tmp_path, 4096).guide("what is the default value of size?", (), set()).messages[1]
+    content = text.tool_results[0].content
+    order = [content.index(f"{p} mentions size") for p in ("z_config.py:5", "b_uses.py:2", "a_notes.py:1")]
+    assert order == sorted(order), content  # by path alone, the comment would come first
+
+
+def test_of_overloads_the_first_and_the_implementation(tmp_path: Path) -> None:
+    source = [
+        "import typing as t",
+        "",
+        "@t.overload",
+        "def parse(x: int) -> int: ...",
+        "@t.overload",
+        "def parse(x: str) -> str: ...",
+        *[f"# padding {n}" for n in range(10)],
+        "def parse(x):",
+        '    """The implementation."""',
+        "    return x",
+    ]
+    (tmp_path / "p.py").write_text("\n".join(source) + "\n")
+    guided = Navigator(tmp_path, 32_768).guide("where is parse defined?", (), set())
+    content = guided.messages[1].tool_results[0].content
+    assert "p.py:4 defines parse" in content and "p.py:17 defines parse" in content
+    assert "p.py:6 defines parse" not in content
+
+
+def test_a_name_in_lower_case_finds_its_class(tmp_path: Path) -> None:
+    (tmp_path / "gov.py").write_text("class Governor:\n    def admit(self):\n        return 1\n")
+    guided = Navigator(tmp_path, 4096).guide("what does the governor admit?", (), set())
+    content = guided.messages[1].tool_results[0].content
+    assert "gov.py:1 defines Governor\n1\tclass Governor:" in content
+    assert "gov.py:2 defines Governor.admit" not in content  # its lines are shown already
