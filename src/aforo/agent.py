@@ -92,12 +92,18 @@ class Agent:
         return Request(*fixed, gov.budget.reserve, self.temperature, self.constrained, answer_only, question)
 
     def run(
-        self, prompt: str, cancel: threading.Event | None = None, attached: Sequence[Message] = ()
+        self,
+        prompt: str,
+        cancel: threading.Event | None = None,
+        attached: Sequence[Message] = (),
+        question: str | None = None,
     ) -> RunResult:
         """Answer `prompt`. `attached`: messages that follow it before the first call (the Read calls
-        and results of files the user attached), so they are tool results like any other."""
+        and results of files the user attached), so they are tool results like any other. `question`:
+        what a constrained step repeats after the newest results (default: the prompt); piped text the
+        prompt frames is not repeated, only the question typed about it."""
         cancel = cancel or threading.Event()
-        run = _Run(question=prompt)
+        run = _Run(question=prompt if question is None else question)
         for message in (Message.user(prompt), *attached):
             self.governor.conversation.append(message)
         try:

@@ -26,6 +26,7 @@ from aforo.cli.commands import Commands
 from aforo.cli.history import RedactedHistory
 from aforo.cli.mentions import complete_path
 from aforo.cli.parsing import Subcommand
+from aforo.cli.piped import Prompt
 from aforo.cli.render import ctx_line
 from aforo.cli.runs import RunLog, ask
 from aforo.cli.sanitize import safe_console
@@ -111,7 +112,7 @@ class Repl:
 
     def run(self, prompt: str) -> None:
         try:
-            ask(self.agent, self.keeper, self.log, prompt)
+            ask(self.agent, self.keeper, self.log, Prompt(prompt))
         except KeyboardInterrupt:
             # A second Ctrl-C can land after the agent's own handler (while it ends the run): the
             # conversation must still be well-formed before it is saved.
