@@ -24,10 +24,10 @@ from typing import BinaryIO
 from aforo.cli.config import Config, load_config
 from aforo.cli.first_contact import no_server_message, unreachable
 from aforo.cli.flags import ASK, build_parser, config_flags
+from aforo.cli.parsing import say
 from aforo.cli.piped import Prompt
 from aforo.cli.render import HumanRenderer, JsonRenderer
 from aforo.cli.runs import RunLog, ask
-from aforo.cli.sanitize import sanitize
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
 from aforo.cli.status import stderr_status
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
@@ -76,10 +76,10 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
     prompt = _prompt(piped, " ".join(words))
     interactive = not prompt.question and piped is None
     if not prompt.question and not interactive:
-        print('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"', file=sys.stderr)
+        say('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"')
         return EXIT_USAGE
     if interactive and cfg.json:
-        print("aforo: --json needs a prompt (the interactive session renders for people)", file=sys.stderr)
+        say("aforo: --json needs a prompt (the interactive session renders for people)")
         return EXIT_USAGE
     if cfg.engine == "local":
         from aforo.engine.local import attach_local_engine
@@ -87,7 +87,7 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         try:
             engine = attach_local_engine(cfg.context_window, assume_yes=args.yes)
         except AforoError as exc:  # may quote the engine's log (a path, a compiler line)
-            print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
+            say(f"aforo: {exc}")
             return EXIT_CODES["error"]
         cfg = replace(cfg, base_url=engine.url, model=engine.model)
     try:
@@ -113,7 +113,7 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
     if why is not None:
         # Before any session exists: a run that could not reach a server leaves nothing behind.
         message = no_server_message(cfg.base_url, cfg.base_url_source, why)
-        print(f"aforo: {sanitize(message)}", file=sys.stderr)
+        say(f"aforo: {message}")
         emit(Result(RunResult("error", error=message), EXIT_CODES["error"], _since(started)))
         return EXIT_CODES["error"]
     telemetry = _open_telemetry(emit)
@@ -215,7 +215,7 @@ def _run(start: _Start, keeper: SessionKeeper) -> tuple[int, RunResult | None, s
 
 def _fail(exc: Exception) -> None:
     """An error for the user; its text may quote a server or a file, so it is sanitized."""
-    print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
+    say(f"aforo: {exc}")
 
 
 def _split_resume(value: str | None, words: list[str]) -> tuple[str | None, list[str]]:
