@@ -154,7 +154,7 @@ class Agent:
         while True:
             try:
                 request = self.request(run.answer_only, run.question)
-                admitted = gov.admit(request, self.provider, force_compact=refused is not None)
+                admitted = gov.admit(request, self.provider, force_compact=refused is not None, cancel=cancel)
             except (RejectedError, TransformError) as exc:
                 if refused is None:
                     raise _End("context_overflow", str(exc)) from exc
