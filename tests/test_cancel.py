@@ -143,3 +143,38 @@ def test_a_compaction_reports_its_summary_requests_progress(tmp_path: Path) -> N
     assert (512, 2048, 0) in shown and (2048, 2048, 256) in shown
     summary_pieces = [e.tokens for e in events.of("progress") if getattr(e, "phase", "") == "compacting"]
     assert max(summary_pieces) >= 1  # then the summary's own pieces, as it is written
+
+
+def test_sigint_during_a_compaction_after_a_clearing_puts_the_clearing_back(tmp_path: Path) -> None:
+    """One admission cleared an old result, then compacted: a Ctrl-C during the summary leaves the
+    conversation as it was before that admission, the cleared result whole again."""
+    (tmp_path / "a.py").write_text("".join(f"A_{n} = {n}\n" for n in range(60)))
+    (tmp_path / "b.py").write_text("".join(f"def f_{n}(x):\n    return x * {n}\n" for n in range(400)))
+    release = threading.Event()
+
+    def script(request: Request) -> FakeTurn:
+        read = {u.input["file_path"] for m in request.messages for u in m.tool_uses}
+        if "a.py" not in read:
+            return FakeTurn(tool_calls=[("Read", {"file_path": "a.py"})])
+        if "b.py" not in read:
+            return FakeTurn(tool_calls=[("Read", {"file_path": "b.py"})])
+        return FakeTurn("answered without a compaction")
+
+    class StalledSummary(FakeProvider):
+        def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+            if is_summary_request(request):
+                threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+                release.wait(8)
+            yield from super().stream(request, cancel)
+
+    policy = Policy(clear_at=0.3, compact_at=0.3, keep_tool_results=0)
+    agent, events, _ = make_agent(tmp_path, StalledSummary(script), policy=policy)
+    try:
+        result = agent.run("what is in a.py and b.py?")
+    finally:
+        release.set()
+    actions = [getattr(e, "action", "") for e in events.of("context")]
+    assert actions == ["cleared", "restored"], actions  # cleared, compaction stopped, clearing put back
+    assert result.reason == "aborted"
+    first = agent.messages[2].tool_results[0]
+    assert not first.cleared and "A_59 = 59" in first.content
