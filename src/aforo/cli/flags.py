@@ -56,8 +56,8 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         epilog=(
             f"subcommands (each takes --help):{listed}\n\n"
             + textwrap.fill(
-                f"{FIRST_WORD_RULE} Piped input is added to the question; @path in a question attaches "
-                "that workspace file.",
+                f"{FIRST_WORD_RULE} Piped input is what the question is about; @path in a question "
+                "attaches that workspace file.",
                 HELP_WIDTH,
             )
         )
@@ -68,8 +68,8 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
     parser.add_argument(
         "prompt",
         nargs="*",
-        help="the question (piped standard input is added before it); without one, an interactive "
-        "session starts",
+        help="the question (about piped standard input, when there is some); without one, an "
+        "interactive session starts",
     )
     parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="directory to read (default: cwd)")
     parser.add_argument(
