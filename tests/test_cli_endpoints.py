@@ -178,3 +178,11 @@ def test_a_message_wraps_at_word_boundaries_on_a_terminal(tmp_path: Path) -> Non
     # Every word whole: what is shown is the message's own words, in order, none cut at a line's end.
     message = no_server_message(url, "--base-url", "connection refused")
     assert " ".join(lines).split() == f"aforo: {message}".split()
+
+
+def test_a_server_kind_named_by_the_user_is_believed(tmp_path: Path) -> None:
+    # --server says what it is: a server that only answers chat (no model list) is not second-guessed.
+    with file_server(site(tmp_path)) as url:
+        run = run_cli("-w", str(tmp_path), "--base-url", url, "--server", "openai", "-m", "m", "hi")
+    assert "is not an LLM server" not in run.err
+    assert run.code == 1 and "501" in one_line(run.out + run.err)  # the chat request itself fails

@@ -60,7 +60,7 @@ def test_piped_input_is_framed_as_what_the_question_is_about(tmp_path: Path) -> 
     assert model.sent()[0] == {
         "role": "user",
         "content": "The user piped this text; the question is about it. Answer from it; use a tool only if "
-        "the text is not enough.\n<piped>\ndef g(x):\n    return x * 2\n</piped>\n\n"
+        "the text is not enough.\n<piped>\n\ndef g(x):\n    return x * 2\n\n</piped>\n\n"
         "The question: explain this",
     }
 
@@ -68,7 +68,7 @@ def test_piped_input_is_framed_as_what_the_question_is_about(tmp_path: Path) -> 
 def test_indentation_of_piped_input_is_kept(tmp_path: Path) -> None:
     run, model = ask(tmp_path, "what is it?", stdin="    indented()\n")
     assert run.code == 0, run.err
-    assert "<piped>\n    indented()\n</piped>" in model.sent()[0]["content"]
+    assert "<piped>\n\n    indented()\n\n</piped>" in model.sent()[0]["content"]
 
 
 def test_only_the_typed_question_is_scanned_for_mentions(tmp_path: Path) -> None:

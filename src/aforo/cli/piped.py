@@ -18,9 +18,11 @@ from aforo.agent import Agent
 from aforo.context.stages import cap_text
 from aforo.messages import Message
 
+# Blank lines around the text keep it a block of its own: a `.env` piped in is still recognised by its
+# shape and redacted on disk (aforo.store.env_files.block_spans ends a block at a blank line only).
 FRAME = (
     "The user piped this text; the question is about it. Answer from it; use a tool only if the text is "
-    "not enough.\n<piped>\n{text}\n</piped>\n\nThe question: {question}"
+    "not enough.\n<piped>\n\n{text}\n\n</piped>\n\nThe question: {question}"
 )
 PIPED_ADVICE = "They are not in this conversation: answer from the lines shown, and say that part was cut."
 # Below the compaction threshold by this share, for what the count of a first request cannot know yet.

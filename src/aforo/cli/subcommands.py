@@ -146,7 +146,7 @@ def models(args: argparse.Namespace, cfg: Config) -> int:
             fail(exc)
             return 2
         unreachable = None if info.models else _unreachable(client, f"{info.v1_url}/models")
-        fallback = kind_named(KINDS, info.kind).check is None
+        fallback = cfg.server is None and kind_named(KINDS, info.kind).check is None
         odd = not_an_llm_server(client, info.v1_url, MODELS_TIMEOUT.read or 10.0) if fallback else None
     if odd and not info.models and not unreachable:
         fail(ConfigError(not_llm_message(cfg.base_url, cfg.base_url_source, odd)))

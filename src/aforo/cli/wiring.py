@@ -77,7 +77,8 @@ def open_lane(
     """Wire one lane; `hint` is its server's kind when already known (skips detection)."""
     server = detect_server(client, route.base_url, hint, kinds=kinds, model=route.model)
     kind = kind_named(kinds, server.kind)
-    if kind.check is None and not server.models:  # no kind recognised it, and it lists nothing
+    # Detection recognised no kind (none was named: --server is believed), and it lists nothing.
+    if hint is None and kind.check is None and not server.models:
         why = not_an_llm_server(client, server.v1_url, DISCOVERY_TIMEOUT)
         if why is not None:
             source = f"lane {route.name!r}" if route.configured else cfg.base_url_source
