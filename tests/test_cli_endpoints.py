@@ -186,3 +186,10 @@ def test_a_server_kind_named_by_the_user_is_believed(tmp_path: Path) -> None:
         run = run_cli("-w", str(tmp_path), "--base-url", url, "--server", "openai", "-m", "m", "hi")
     assert "is not an LLM server" not in run.err
     assert run.code == 1 and "501" in one_line(run.out + run.err)  # the chat request itself fails
+
+
+def test_a_lane_or_project_base_url_without_a_scheme_names_where(tmp_path: Path) -> None:
+    (tmp_path / ".aforo.toml").write_text('[lanes.small]\nbase_url = "127.0.0.1:8080"\nmodel = "m"\n')
+    run = run_cli("-w", str(tmp_path), "--base-url", "http://127.0.0.1:9/v1", "-m", "m", "hi")
+    assert run.code == 2
+    assert "lanes.small.base_url '127.0.0.1:8080' has no scheme (http:// expected)" in one_line(run.err)

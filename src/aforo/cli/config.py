@@ -26,7 +26,7 @@ from typing import Any
 
 import platformdirs
 
-from aforo.cli.lanes import LaneConfig, lane_named, main_route, parse_lanes, untrusted_lanes
+from aforo.cli.lanes import LaneConfig, check_base_url, lane_named, main_route, parse_lanes, untrusted_lanes
 from aforo.context.policy import Policy
 from aforo.errors import ConfigError, LimitExceeded, StoreError, ToolError
 from aforo.limits import ANSWER_TIMEOUT, CONFIG_BYTES, READ_TIMEOUT
@@ -138,23 +138,10 @@ def _check(key: str, value: Any, where: str) -> Any:
     if key == "tool_mode" and value not in TOOL_MODES:
         raise ConfigError(f"{where}: tool_mode must be one of {', '.join(TOOL_MODES)}, got {value!r}")
     if key == "base_url":
-        _check_url(value, where)
+        check_base_url(value, "--base-url" if where == "flags" else f"{where}: base_url")
     if key == "engine" and value != "local":
         raise ConfigError(f'{where}: engine must be "local" (or absent), got {value!r}')
     return value
-
-
-def _check_url(url: str, where: str) -> None:
-    """A base URL names its scheme: without one, `notaurl` would fail as a DNS error far from the cause."""
-    named = "--base-url" if where == "flags" else f"{where}: base_url"
-    scheme, sep, rest = url.strip().partition("://")
-    if not sep:
-        raise ConfigError(
-            f"{named} {url!r} has no scheme (http:// expected): give it as http://HOST:PORT, "
-            "e.g. http://127.0.0.1:8080"
-        )
-    if scheme.lower() not in ("http", "https") or not rest.strip("/"):
-        raise ConfigError(f"{named} {url!r} is not an http:// or https:// URL with a host")
 
 
 def _check_aliases(value: Any, where: str) -> dict[str, str]:
