@@ -135,25 +135,25 @@ class Governor:
         started = time.monotonic()
         room = self._room(request, provider, force=force_compact, cancel=cancel)
         checkpoint = None
-        try:
-            for kind, stage in STAGES:
-                try:
-                    applied = self._apply(kind, room.request, room.before, partial(stage, room))
-                except TransformError as exc:
-                    self.emit(Warning(f"{kind.value.event.capitalize()} failed: {exc}"))
-                    if force_compact:
-                        back = request.messages if checkpoint else None
-                        changed = Admitted(room.request, room.before, back, checkpoint)
-                        raise RecoveryFailed(str(exc), changed) from exc
-                    continue
-                if applied is not None:
-                    checkpoint = applied.checkpoint
-                    summary = self._summarizer(provider, cancel)
-                    room = replace(room, request=applied.request, before=applied.after, summary=summary)
-        except KeyboardInterrupt:
-            if checkpoint is not None:  # a clearing went before the compaction cancelled: put it back
-                self.recover(Admitted(room.request, room.before, request.messages, checkpoint), _CANCELLED)
-            raise
+        for kind, stage in STAGES:
+            try:
+                applied = self._apply(kind, room.request, room.before, partial(stage, room))
+            except KeyboardInterrupt:
+                if checkpoint is not None:  # a clearing went before the compaction cancelled: put it back
+                    changed = Admitted(room.request, room.before, request.messages, checkpoint)
+                    self.recover(changed, _CANCELLED)
+                raise
+            except TransformError as exc:
+                self.emit(Warning(f"{kind.value.event.capitalize()} failed: {exc}"))
+                if force_compact:
+                    back = request.messages if checkpoint else None
+                    changed = Admitted(room.request, room.before, back, checkpoint)
+                    raise RecoveryFailed(str(exc), changed) from exc
+                continue
+            if applied is not None:
+                checkpoint = applied.checkpoint
+                summary = self._summarizer(provider, cancel)
+                room = replace(room, request=applied.request, before=applied.after, summary=summary)
         count = room.before
         if count.tokens > self._budget.available:
             self.journal.record(rejection(self._stamp(), count, started, "does_not_fit"))
