@@ -53,17 +53,57 @@ def ask(tmp_path: Path, *words: str, stdin: str = "", extra: tuple[str, ...] = (
 # --- piped standard input --------------------------------------------------------------------------
 
 
-def test_piped_input_comes_first_then_the_question(tmp_path: Path) -> None:
+def test_piped_input_is_framed_as_what_the_question_is_about(tmp_path: Path) -> None:
     code = "def g(x):\n    return x * 2\n"
     run, model = ask(tmp_path, "explain", "this", stdin=code)
     assert run.code == 0, run.err
-    assert model.sent()[0] == {"role": "user", "content": "def g(x):\n    return x * 2\n\nexplain this"}
+    assert model.sent()[0] == {
+        "role": "user",
+        "content": "The user piped this text; the question is about it. Answer from it; use a tool only if "
+        "the text is not enough.\n<piped>\n\ndef g(x):\n    return x * 2\n\n</piped>\n\n"
+        "The question: explain this",
+    }
 
 
 def test_indentation_of_piped_input_is_kept(tmp_path: Path) -> None:
     run, model = ask(tmp_path, "what is it?", stdin="    indented()\n")
     assert run.code == 0, run.err
-    assert model.sent()[0]["content"] == "    indented()\n\nwhat is it?"
+    assert "<piped>\n\n    indented()\n\n</piped>" in model.sent()[0]["content"]
+
+
+def test_only_the_typed_question_is_scanned_for_mentions(tmp_path: Path) -> None:
+    code = "@t.overload\ndef f(x: int) -> int: ...\n# see @src/app.py\n"
+    run, model = ask(tmp_path, "summarize", stdin=code)
+    assert run.code == 0, run.err
+    assert "was not attached" not in run.err  # piped code's decorators are no mentions
+    assert [m["role"] for m in model.sent()] == ["user"]  # nor are its paths: nothing attached
+    assert "APP-BODY" not in json.dumps(model.bodies)
+
+
+def test_a_mention_in_the_typed_question_is_attached_beside_piped_text(tmp_path: Path) -> None:
+    run, model = ask(tmp_path, "does this match @src/app.py?", stdin="def f(): pass\n")
+    assert run.code == 0, run.err
+    assert [m["role"] for m in model.sent()] == ["user", "assistant", "tool"]
+    assert "APP-BODY" in model.sent()[2]["content"]
+
+
+def test_piped_text_larger_than_the_window_is_cut_in_the_middle_and_the_user_told(tmp_path: Path) -> None:
+    lines = [f"value_{n} = {n}  # PIPED-LINE-{n}" for n in range(1, 3001)]  # about 30k tokens
+    run, model = ask(tmp_path, "summarize", stdin="\n".join(lines) + "\n")
+    assert run.code == 0, run.err
+    assert len(model.bodies) == 1  # answered at once: no compaction, no refusal
+    content = model.sent()[0]["content"]
+    assert "answer from the lines shown" in content and content.endswith("The question: summarize")
+    kept = [n for n in range(1, 3001) if f"PIPED-LINE-{n}\n" in content]
+    first_cut = next(n for n in range(1, 3001) if n not in kept)
+    last_cut = max(n for n in range(1, 3001) if n not in kept)
+    # The head and the tail, whole lines, one cut between them.
+    assert kept[0] == 1 and kept[-1] == 3000 and len(kept) < 1500
+    assert kept == [*range(1, first_cut), *range(last_cut + 1, 3001)]
+    notice = " ".join(run.err.split())
+    assert f"The piped text (3000 lines, {len(chr(10).join(lines))} characters)" in notice
+    assert f"lines {first_cut}-{last_cut} were cut from its middle" in notice, run.err
+    assert f"sed -n {first_cut},{last_cut}p" in notice
 
 
 def test_piped_input_alone_is_the_question(tmp_path: Path) -> None:

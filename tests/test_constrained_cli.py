@@ -246,3 +246,22 @@ def test_ollama_takes_the_step_schema_as_format_from_0_5(tmp_path: Path) -> None
         assert ("format" in chat) is constrained and ("tools" in chat) is not constrained
         text = "".join(e["text"] for e in events if e["type"] == "text_delta")
         assert text == ("Hello from Ollama." if constrained else "plain text")
+
+
+def test_after_results_only_the_typed_question_is_repeated_not_the_piped_text(tmp_path: Path) -> None:
+    bodies: list[dict[str, Any]] = []
+
+    def read_once(body: dict[str, Any]) -> dict[str, Any]:
+        done = any("Result of Read" in m["content"] for m in body["messages"])
+        return {"answer": "Same as beta.py."} if done else {"read": ["beta.py"]}
+
+    piped = "def piped_marker():\n    return 'PIPED-BODY'\n"
+    with LiveServer(llamacpp_steps(read_once, bodies)) as server:
+        flags = ("-w", str(workspace(tmp_path)), "--base-url", server.url, "-m", "m")
+        run = run_cli(*flags, "--json", "is this in the workspace?", stdin=piped)
+    assert run.code == 0, run.err
+    chats = [b for b in bodies if b.get("max_tokens") != 1]
+    last = chats[-1]["messages"][-1]["content"]
+    assert last.startswith("Result of Read beta.py:") and last.endswith("\n\nis this in the workspace?")
+    # The piped text is in the conversation once: in the prompt, not again after the results.
+    assert json.dumps(chats[-1]["messages"]).count("PIPED-BODY") == 1

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,12 +37,16 @@ class Model:
     def __init__(self) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.stalled = threading.Event()
+        self.slow_summary = False  # the summary request stalls (a compaction that takes its time)
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         self.bodies.append(body)
         msgs = body["messages"]
         tokens = realistic_tokens(body)
         if "You compact the conversation" in (msgs[0].get("content") or ""):
+            if self.slow_summary:
+                self.stalled.set()
+                return Reply(text=SUMMARY, stall=5.0, prompt_tokens=tokens)
             return Reply(text=SUMMARY, prompt_tokens=tokens)
         last_user = max(i for i, m in enumerate(msgs) if m["role"] == "user")
         # The newest request: two user turns in a row reach the server joined by a blank line.
@@ -49,6 +54,9 @@ class Model:
         answered = any(m["role"] == "tool" for m in msgs[last_user:])
         if ("read" in prompt or "hang" in prompt) and not answered:
             return Reply(calls=[Call("Read", json.dumps({"file_path": "big.py"}))], prompt_tokens=tokens)
+        if "pause" in prompt:  # an answer that takes a moment to start: time to type during the run
+            self.stalled.set()
+            return Reply(text="Paused answer.", delay=2.0, prompt_tokens=tokens)
         if "slow" in prompt or "hang" in prompt:
             self.stalled.set()
             return Reply(text="a slow answer " * 5, stall=5.0, prompt_tokens=tokens)
@@ -156,6 +164,49 @@ def test_ctrl_c_cancels_the_run_and_keeps_the_conversation(model: tuple[Model, s
     out = say(child, "hello again")
     assert "Answer 2:" in out  # system, then the aborted prompt and the new one in one user turn
     assert script.bodies[-1]["messages"][-1]["content"] == "tell me something slow\n\nhello again"
+    assert leave(child) == 0
+
+
+def test_ctrl_c_stops_a_compaction_at_once_and_keeps_the_conversation(
+    model: tuple[Model, str], workspace: Path
+) -> None:
+    script, url = model
+    child = spawn(url, workspace)
+    assert "· 4 messages" in say(child, "please read big.py")
+    script.slow_summary = True
+    child.sendline("/compact")
+    assert script.stalled.wait(5), "the summary request never reached the server"
+    started = time.monotonic()
+    child.send("\x03")
+    child.expect_exact(PROMPT)
+    took = time.monotonic() - started
+    out = " ".join(str(child.before).split())
+    assert took < 1.5, f"the compaction held the Ctrl-C for {took:.1f} s"
+    assert "not compacted: cancelled by the user. The conversation is unchanged." in out
+    assert "conversation compacted" not in out
+    assert "Answer 6:" in say(child, "and then?")  # the 4 messages as they were, then the new prompt
+    assert leave(child) == 0
+
+
+def test_what_is_typed_during_a_run_is_kept_for_the_next_prompt(
+    model: tuple[Model, str], workspace: Path
+) -> None:
+    script, url = model
+    child = spawn(url, workspace)
+    child.sendline("pause a moment")
+    assert script.stalled.wait(5), "the paused request never reached the server"
+    child.send("/contexx\x7ft\r")  # typed while the run works, a typo corrected, Enter pressed
+    child.expect_exact(PROMPT)
+    during = str(child.before)
+    assert "Paused answer." in during
+    assert "/contexx" not in during  # not echoed onto the status line or the answer
+    # Held in the next prompt, not sent by itself (it was typed before the user saw the answer)...
+    assert child.expect(["window 8192", pexpect.TIMEOUT], timeout=1.5) == 1
+    # ...and Enter alone sends it (a dumb terminal does not draw it).
+    child.send("\r")
+    child.expect_exact(PROMPT)
+    out = " ".join(str(child.before).split())
+    assert "window 8192 from --context-window" in out  # /context ran, with the typo corrected
     assert leave(child) == 0
 
 

@@ -57,6 +57,13 @@ def test_each_phase_is_named_with_its_elapsed_time() -> None:
     assert elapsed(3599.9) == "59m 59s"
 
 
+def test_a_compaction_shows_its_summary_requests_progress_like_a_model_call() -> None:
+    reading = describe(Progress("compacting", done=1200, total=5700, cached=300), 12.2, 0)
+    assert reading == "compacting the conversation: 1,200/5,700 tokens (21%, 300 cached) · 12s"
+    writing = describe(Progress("compacting", tokens=35), 61, 0)
+    assert writing == "compacting the conversation: summary 35 tokens · 1m 01s"
+
+
 def test_a_short_phase_is_never_drawn_a_long_one_is(line: tuple[StatusLine, io.StringIO, Clock]) -> None:
     status, err, clock = line
     status.show(Progress("prompt"))

@@ -160,6 +160,18 @@ def test_format_summary_is_a_table(tmp_path: Path) -> None:
     assert any("does_not_fit" in line and line.rstrip().endswith("2") for line in lines)
 
 
+def test_format_summary_explains_every_abbreviated_column(tmp_path: Path) -> None:
+    with Telemetry(tmp_path / "t.db") as t:
+        fill(t)
+        lines = format_summary(t.summary(), 78).splitlines()
+    header = next(line for line in lines if line.startswith("session") and "adm" in line).split()
+    legend = {line.partition(": ")[0]: line.partition(": ")[2] for line in lines if ": " in line}
+    for column in ("adm", "rej", "clr", "cmp", "rec", "ovf"):
+        assert column in header and legend.get(column), (column, lines)
+    assert "refused" in legend["rej"] and "compaction" in legend["cmp"] and "truncation" in legend["ovf"]
+    assert all(len(line) <= 78 for line in lines)
+
+
 def runs(t: Telemetry) -> None:
     """Two runs in session a (one model, a cache hit), one in b (another model), governor rows too."""
     t.record("admission", session="a", tokens_estimated=1000)

@@ -96,15 +96,21 @@ class Agent:
         return Request(*fixed, gov.budget.reserve, self.temperature, self.constrained, answer_only, question)
 
     def run(
-        self, prompt: str, cancel: threading.Event | None = None, attached: Sequence[Message] = ()
+        self,
+        prompt: str,
+        cancel: threading.Event | None = None,
+        attached: Sequence[Message] = (),
+        question: str | None = None,
     ) -> RunResult:
         """Answer `prompt`. `attached`: messages that follow it before the first call (the Read calls
-        and results of files the user attached), so they are tool results like any other."""
+        and results of files the user attached), so they are tool results like any other. `question`:
+        what a constrained step repeats after the newest results (default: the prompt); piped text the
+        prompt frames is not repeated, only the question typed about it."""
         cancel = cancel or threading.Event()
-        run = _Run(question=prompt)
+        run = _Run(question=prompt if question is None else question)
         if self.guide is not None:
             taken = {u.id for m in (*self.messages, *attached) for u in m.tool_uses}
-            guided = self.guide(prompt, self.system, taken, not self.messages)
+            guided = self.guide(run.question, self.system, taken, not self.messages)
             self.system, attached = guided.system, (*attached, *guided.messages)
             for event in guided.events:
                 self.emit(event)
@@ -158,7 +164,7 @@ class Agent:
         while True:
             try:
                 request = self.request(run.answer_only, run.question)
-                admitted = gov.admit(request, self.provider, force_compact=refused is not None)
+                admitted = gov.admit(request, self.provider, force_compact=refused is not None, cancel=cancel)
             except (RejectedError, TransformError) as exc:
                 if refused is None:
                     raise _End("context_overflow", str(exc)) from exc

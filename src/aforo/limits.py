@@ -152,3 +152,6 @@ def answer_bytes(max_tokens: int) -> int:
 
 
 STDIN_BYTES = limit("stdin_bytes", 1 * MiB, "bytes", "piped standard input, added before the question")
+TYPEAHEAD_BYTES = limit(
+    "typeahead_bytes", 64 * KiB, "bytes", "keys typed while a run works, kept for the next prompt"
+)

@@ -7,12 +7,14 @@ in a sentence, and saves the session.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 from rich.console import Console
 
+from aforo.cancel import cancel_on_sigint
 from aforo.cli.context_view import render_context
 from aforo.cli.render import fmt_tokens
 from aforo.cli.session_keeper import SessionKeeper, find_session, mismatch_warnings
@@ -93,10 +95,16 @@ class Commands:
         render_context(self.governor.breakdown(self.agent.request()), self.console)
 
     def compact(self, instructions: str) -> None:
+        # Ctrl-C stops the summary request at once, as it stops a model call (aforo.cancel).
+        cancel = threading.Event()
         compact = partial(
-            self.governor.compact_now, provider=self.provider, instructions=instructions or None
+            self.governor.compact_now,
+            provider=self.provider,
+            instructions=instructions or None,
+            cancel=cancel,
         )
-        self._transform(compact, "not compacted: {}. The conversation is unchanged.")
+        with cancel_on_sigint(cancel):
+            self._transform(compact, "not compacted: {}. The conversation is unchanged.")
 
     def clear(self, _arg: str) -> None:
         self._transform(self.governor.start_over, "not cleared: {}")
@@ -107,6 +115,9 @@ class Commands:
             action(self.agent.request())
         except TransformError as exc:
             self.say(refused.format(exc))
+            return
+        except KeyboardInterrupt:
+            self.say(refused.format("cancelled by the user"))
             return
         self.keeper.save()
 

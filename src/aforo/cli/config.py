@@ -26,7 +26,7 @@ from typing import Any
 
 import platformdirs
 
-from aforo.cli.lanes import LaneConfig, lane_named, main_route, parse_lanes, untrusted_lanes
+from aforo.cli.lanes import LaneConfig, check_base_url, lane_named, main_route, parse_lanes, untrusted_lanes
 from aforo.context.policy import Policy
 from aforo.errors import ConfigError, LimitExceeded, StoreError, ToolError
 from aforo.limits import ANSWER_TIMEOUT, CONFIG_BYTES, READ_TIMEOUT
@@ -143,6 +143,8 @@ def _check(key: str, value: Any, where: str) -> Any:
         raise ConfigError(f"{where}: server must be one of {', '.join(SERVER_KINDS)}, got {value!r}")
     if key == "tool_mode" and value not in TOOL_MODES:
         raise ConfigError(f"{where}: tool_mode must be one of {', '.join(TOOL_MODES)}, got {value!r}")
+    if key == "base_url":
+        check_base_url(value, "--base-url" if where == "flags" else f"{where}: base_url")
     if key == "engine" and value != "local":
         raise ConfigError(f'{where}: engine must be "local" (or absent), got {value!r}')
     return value

@@ -7,8 +7,9 @@ importing the entry point that dispatches to them.
 from __future__ import annotations
 
 import argparse
+import difflib
 import textwrap
-from typing import Any
+from typing import Any, NoReturn
 
 from aforo import __version__
 from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, TOOL_MODES
@@ -25,20 +26,38 @@ FIRST_WORD_RULE = (
 )
 
 
+UNRECOGNIZED = "unrecognized arguments: "
+
+
+class FlagParser(argparse.ArgumentParser):
+    """A flag's error is one line, not the whole usage: an unknown flag names the closest known one (a
+    typo such as `--workspce` printed twelve lines of usage and never said which flag was meant)."""
+
+    def error(self, message: str) -> NoReturn:
+        words = message.removeprefix(UNRECOGNIZED).split() if message.startswith(UNRECOGNIZED) else []
+        flags = [w.partition("=")[0] for w in words if w.startswith("-") and w != "-"]
+        if not flags:  # a value refused: the message names the flag, the usage would bury it
+            self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        close = difflib.get_close_matches(flags[0], known, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        self.exit(2, f"{self.prog}: unknown flag {flags[0]}{hint} ({self.prog} --help lists them)\n")
+
+
 def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None) -> argparse.ArgumentParser:
     """The parser of a run; `subcommands` (name -> what it does) are listed in the help."""
     listed = "".join(
         "\n" + textwrap.fill(f"  {name:<11} {what}", HELP_WIDTH, subsequent_indent=" " * 14)
         for name, what in (subcommands or {}).items()
     )
-    parser = argparse.ArgumentParser(
+    parser = FlagParser(
         prog=prog,
         description="A local, read-only coding assistant that always knows how much of the window it uses.",
         epilog=(
             f"subcommands (each takes --help):{listed}\n\n"
             + textwrap.fill(
-                f"{FIRST_WORD_RULE} Piped input is added to the question; @path in a question attaches "
-                "that workspace file.",
+                f"{FIRST_WORD_RULE} Piped input is what the question is about; @path in a question "
+                "attaches that workspace file.",
                 HELP_WIDTH,
             )
         )
@@ -49,8 +68,8 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
     parser.add_argument(
         "prompt",
         nargs="*",
-        help="the question (piped standard input is added before it); without one, an interactive "
-        "session starts",
+        help="the question (about piped standard input, when there is some); without one, an "
+        "interactive session starts",
     )
     parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="directory to read (default: cwd)")
     parser.add_argument(

@@ -70,11 +70,25 @@ def parse_lanes(value: Any, where: str) -> dict[str, LaneConfig]:
         base_url = table.get("base_url")
         if base_url is not None and (not isinstance(base_url, str) or not base_url.strip()):
             raise ConfigError(f"{where}: lanes.{name}.base_url must be a non-empty string, got {base_url!r}")
+        if base_url is not None:
+            check_base_url(base_url, f"{where}: lanes.{name}.base_url")
         window = table.get("context_window")
         if window is not None and (isinstance(window, bool) or not isinstance(window, int) or window < 1):
             raise ConfigError(f"{where}: lanes.{name}.context_window must be a positive whole number")
         lanes[name] = LaneConfig(name, model, base_url, window, where)
     return lanes
+
+
+def check_base_url(url: str, named: str) -> None:
+    """A base URL names its scheme: without one, `notaurl` would fail as a DNS error far from the cause."""
+    scheme, sep, rest = url.strip().partition("://")
+    if not sep:
+        raise ConfigError(
+            f"{named} {url!r} has no scheme (http:// expected): give it as http://HOST:PORT, "
+            "e.g. http://127.0.0.1:8080"
+        )
+    if scheme.lower() not in ("http", "https") or not rest.strip("/"):
+        raise ConfigError(f"{named} {url!r} is not an http:// or https:// URL with a host")
 
 
 def routing_keys(values: Mapping[str, Any], lanes: Mapping[str, LaneConfig]) -> list[str]:

@@ -4,10 +4,10 @@ Thin by design: flags in `flags`, configuration in `config`, wiring in `wiring`,
 conversation on disk in `session_keeper`, a prompt's run in `runs`, the interactive session in `repl`.
 Every run is a saved session.
 
-The question comes from the arguments, from piped standard input, or both: piped text (at most
-`stdin_bytes`) comes first, then a blank line, then the arguments, the way `llm` puts them together, so
-`git diff | aforo "review this"` asks about the diff. Standard input is read only when it is not a
-terminal; the interactive session starts when there is neither.
+The question comes from the arguments, from piped standard input, or both: with both, the piped text
+(at most `stdin_bytes`) is framed as what the question is about (`piped`), so `git diff | aforo "review
+this"` asks about the diff. Standard input is read only when it is not a terminal; the interactive
+session starts when there is neither.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from typing import BinaryIO
 from aforo.cli.config import Config, load_config
 from aforo.cli.first_contact import no_server_message, unreachable
 from aforo.cli.flags import ASK, build_parser, config_flags
+from aforo.cli.parsing import say
+from aforo.cli.piped import Prompt
 from aforo.cli.render import HumanRenderer, JsonRenderer
 from aforo.cli.runs import RunLog, ask
-from aforo.cli.sanitize import sanitize
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session, mismatch_warnings
 from aforo.cli.status import stderr_status
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
@@ -72,13 +73,13 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
     except LimitExceeded as exc:
         _fail(exc)
         return EXIT_USAGE
-    prompt = combine(piped, " ".join(words))
-    interactive = not prompt and piped is None
-    if not prompt and not interactive:
-        print('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"', file=sys.stderr)
+    prompt = _prompt(piped, " ".join(words))
+    interactive = not prompt.question and piped is None
+    if not prompt.question and not interactive:
+        say('aforo: no prompt given. Usage: aforo [--workspace DIR] "question"')
         return EXIT_USAGE
     if interactive and cfg.json:
-        print("aforo: --json needs a prompt (the interactive session renders for people)", file=sys.stderr)
+        say("aforo: --json needs a prompt (the interactive session renders for people)")
         return EXIT_USAGE
     if cfg.engine == "local":
         from aforo.engine.local import attach_local_engine
@@ -86,7 +87,7 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         try:
             engine = attach_local_engine(cfg.context_window, assume_yes=args.yes)
         except AforoError as exc:  # may quote the engine's log (a path, a compiler line)
-            print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
+            say(f"aforo: {exc}")
             return EXIT_CODES["error"]
         cfg = replace(cfg, base_url=engine.url, model=engine.model)
     try:
@@ -112,7 +113,7 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
     if why is not None:
         # Before any session exists: a run that could not reach a server leaves nothing behind.
         message = no_server_message(cfg.base_url, cfg.base_url_source, why)
-        print(f"aforo: {sanitize(message)}", file=sys.stderr)
+        say(f"aforo: {message}")
         emit(Result(RunResult("error", error=message), EXIT_CODES["error"], _since(started)))
         return EXIT_CODES["error"]
     telemetry = _open_telemetry(emit)
@@ -145,10 +146,10 @@ def read_piped(stdin: BinaryIO) -> str:
     return data.decode("utf-8", errors="surrogateescape")
 
 
-def combine(piped: str | None, words: str) -> str:
-    """The prompt: the piped text (kept as it is, indentation included), a blank line, the arguments."""
-    parts = [part for part in (piped.rstrip() if piped else "", words.strip()) if part.strip()]
-    return "\n\n".join(parts)
+def _prompt(piped: str | None, words: str) -> Prompt:
+    """The typed words and the piped text (kept as it is, indentation included; None when blank)."""
+    kept = piped.rstrip() if piped and piped.strip() else None
+    return Prompt(words.strip(), kept)
 
 
 @dataclass(frozen=True)
@@ -160,7 +161,7 @@ class _Start:
     notes: list[str]  # about the session resumed, said once the runtime is up
     checkpoints: CheckpointStore
     telemetry: Telemetry | None
-    prompt: str
+    prompt: Prompt
     interactive: bool
 
 
@@ -214,7 +215,7 @@ def _run(start: _Start, keeper: SessionKeeper) -> tuple[int, RunResult | None, s
 
 def _fail(exc: Exception) -> None:
     """An error for the user; its text may quote a server or a file, so it is sanitized."""
-    print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
+    say(f"aforo: {exc}")
 
 
 def _split_resume(value: str | None, words: list[str]) -> tuple[str | None, list[str]]:

@@ -6,19 +6,22 @@ from __future__ import annotations
 import argparse
 import shutil
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NoReturn
 
-from aforo.cli.flags import ASK
+from aforo.cli.flags import ASK, UNRECOGNIZED, FlagParser
 from aforo.cli.sanitize import sanitize
 
 
-class SubcommandParser(argparse.ArgumentParser):
+class SubcommandParser(FlagParser):
     """A parse error also names the way to ask a question that starts with the subcommand's name: `aforo
     stats of the repo?` is the `stats` subcommand, refusing `of the repo?`."""
 
     def error(self, message: str) -> NoReturn:
+        if message.startswith(UNRECOGNIZED) and message.removeprefix(UNRECOGNIZED).startswith("-"):
+            super().error(message)  # a flag mistyped, not words of a question
         self.print_usage(sys.stderr)
         word = self.prog.split()[1] if len(self.prog.split()) > 1 else self.prog
         hint = f"To ask a question that starts with {word!r}: aforo {ASK} {word} … (or aforo -- {word} …)"
@@ -45,7 +48,26 @@ class Subcommand:
 
 
 def fail(exc: Exception) -> None:
-    print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
+    say(f"aforo: {exc}")
+
+
+def say(text: str) -> None:
+    """One of aforo's own messages, on stderr. On a terminal it is wrapped at word boundaries to the
+    terminal's width (the terminal itself breaks words where the line reaches its edge); in a pipe or a
+    file each line stays one line. Its text may quote a server or a file, so it is sanitized."""
+    text = sanitize(text)
+    if sys.stderr.isatty():
+        width = shutil.get_terminal_size().columns
+        text = "\n".join(_wrap(line, width) for line in text.splitlines())
+    print(text, file=sys.stderr)
+
+
+def _wrap(line: str, width: int) -> str:
+    indent = " " * (len(line) - len(line.lstrip(" ")) + 2)  # a continued line is indented under its first
+    wrapped = textwrap.fill(
+        line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+    )
+    return wrapped or line
 
 
 def terminal_width() -> int | None:

@@ -26,11 +26,13 @@ from aforo.cli.commands import Commands
 from aforo.cli.history import RedactedHistory
 from aforo.cli.mentions import complete_path
 from aforo.cli.parsing import Subcommand
+from aforo.cli.piped import Prompt
 from aforo.cli.render import ctx_line
 from aforo.cli.runs import RunLog, ask
 from aforo.cli.sanitize import safe_console
 from aforo.cli.session_keeper import INTERRUPTED_RESULT, SessionKeeper
 from aforo.cli.sessions_command import sessions_parser, sessions_run
+from aforo.cli.typeahead import Typed, held
 from aforo.errors import StoreError
 from aforo.protocols import Provider
 from aforo.store.paths import history_path
@@ -39,6 +41,8 @@ from aforo.store.sessions import SessionStore
 PROMPT = "aforo> "
 CONTINUATION = "     . "
 GREETING = "Ask about the workspace; /help lists the commands, Ctrl-D leaves."
+# Commands that wait on the model, during which the user may type ahead.
+WAITED_ON = ("/compact",)
 
 
 class ReplCompleter(Completer):
@@ -94,24 +98,38 @@ class Repl:
         self.console.print(GREETING, markup=False, highlight=False)
         if self.agent.messages:
             self.status()
+        typed = Typed()
         while True:
             try:
-                line = self.prompt.prompt(PROMPT).strip()
+                line = self.prompt.prompt(PROMPT, default=typed.text).strip()
             except KeyboardInterrupt:
+                typed = Typed()
                 continue
             except EOFError:
                 return 0
             if not line:
                 continue
-            if line.startswith("/"):
-                if not self.commands.dispatch(line):
+            typed = Typed()
+            if line.startswith("/") and line.split()[0] not in WAITED_ON:
+                if not self.commands.dispatch(line):  # it may ask on the terminal (/sessions prune)
                     return 0
                 continue
-            self.run(line)
+            # What is typed while a run or a compaction works is kept for the next prompt (typeahead).
+            with held() as typed:
+                if line.startswith("/"):
+                    self.commands.dispatch(line)
+                else:
+                    self.run(line)
+            if typed.dropped:
+                self.console.print(
+                    f"! {typed.dropped} bytes typed during the run were left out (typeahead_bytes)",
+                    style="yellow",
+                    markup=False,
+                )
 
     def run(self, prompt: str) -> None:
         try:
-            ask(self.agent, self.keeper, self.log, prompt)
+            ask(self.agent, self.keeper, self.log, Prompt(prompt))
         except KeyboardInterrupt:
             # A second Ctrl-C can land after the agent's own handler (while it ends the run): the
             # conversation must still be well-formed before it is saved.

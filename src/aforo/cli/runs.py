@@ -14,6 +14,7 @@ import time
 
 from aforo.agent import Agent
 from aforo.cli.mentions import attach
+from aforo.cli.piped import Prompt, fit
 from aforo.cli.session_keeper import SessionKeeper
 from aforo.events import Event, EventSink, RunEnd, RunResult, TurnEnd, Warning
 from aforo.messages import Usage
@@ -59,12 +60,17 @@ class RunLog:
         )
 
 
-def ask(agent: Agent, keeper: SessionKeeper, log: RunLog, prompt: str) -> RunResult:
-    """Run `prompt` with the files it mentions attached; the caller saves the session after it."""
-    attached = attach(prompt, agent.tools, agent.governor.tool_cap(), agent.messages, keeper)
+def ask(agent: Agent, keeper: SessionKeeper, log: RunLog, prompt: Prompt) -> RunResult:
+    """Run `prompt` with the files its question mentions attached and its piped text cut to fit; the
+    caller saves the session after it."""
+    attached = attach(prompt.question, agent.tools, agent.governor.tool_cap(), agent.messages, keeper)
     for note in attached.notes:
         keeper(Warning(note))
+    fitted = fit(prompt, agent)
+    if fitted.notice is not None:
+        keeper(Warning(fitted.notice))
     # After the attachments' events (the keeper saves on events): the prompt is on disk before the run.
-    keeper.begin(prompt)
+    keeper.begin(fitted.text)
     log.begin()
-    return agent.run(prompt, attached=attached.messages)
+    # Piped text alone is the question: repeated after results in the form that fits.
+    return agent.run(fitted.text, attached=attached.messages, question=prompt.typed or fitted.text)

@@ -66,13 +66,16 @@ def describe(progress: Progress, seconds: float, rate_seconds: float) -> str:
     """The line for `progress`, `seconds` into its phase (`rate_seconds` since the answer began)."""
     label = LABELS.get(progress.phase, progress.phase)
     parts = [f"{label} {progress.detail}" if progress.detail else label]
-    if progress.phase == "prompt" and progress.total:
+    # A compaction shows its summary request's progress the way a model call shows its own.
+    if progress.phase in ("prompt", "compacting") and progress.total:
         pct = round(100 * progress.done / progress.total)
         cached = f", {progress.cached:,} cached" if progress.cached else ""
         parts[0] += f": {progress.done:,}/{progress.total:,} tokens ({pct}%{cached})"
     elif progress.phase == "generating" and progress.tokens:
         rate = f", {progress.tokens / rate_seconds:.1f} tok/s" if rate_seconds >= 0.5 else ""
         parts[0] += f": {progress.tokens} tokens{rate}"
+    elif progress.phase == "compacting" and progress.tokens:
+        parts[0] += f": summary {progress.tokens} tokens"
     parts.append(elapsed(seconds))
     return " · ".join(parts)
 

@@ -35,9 +35,10 @@ from aforo.cli.config import (
 from aforo.cli.config import trust_project as trust_project_file
 from aforo.cli.engine_command import build_parser as engine_parser
 from aforo.cli.engine_command import engine_run
+from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.flags import ASK
 from aforo.cli.lanes import lane_settings
-from aforo.cli.parsing import Subcommand, fail, subcommand_parser, terminal_width
+from aforo.cli.parsing import Subcommand, fail, say, subcommand_parser, terminal_width
 from aforo.cli.sanitize import SafeWriter, sanitize
 from aforo.cli.sessions_command import sessions_parser, sessions_run
 from aforo.cli.status import StatusWriter, stderr_status
@@ -45,6 +46,7 @@ from aforo.errors import ConfigError, LimitExceeded, StoreError
 from aforo.events import Progress
 from aforo.server_kinds import KINDS, SERVER_KINDS
 from aforo.servers.detect import detect_server
+from aforo.servers.kind import kind_named
 from aforo.servers.probe import run_probe_command
 from aforo.store.telemetry import Telemetry
 from aforo.store.telemetry_summary import format_summary
@@ -89,7 +91,7 @@ def _configured(run: Callable[[argparse.Namespace, Config], int]) -> Callable[[a
             fail(exc)
             return 2
         for warning in cfg.warnings:
-            print(f"aforo: ! {sanitize(warning)}", file=sys.stderr)
+            say(f"aforo: ! {warning}")
         return run(args, cfg)
 
     return with_config
@@ -145,6 +147,11 @@ def models(args: argparse.Namespace, cfg: Config) -> int:
             fail(exc)
             return 2
         unreachable = None if info.models else _unreachable(client, f"{info.v1_url}/models")
+        fallback = cfg.server is None and kind_named(KINDS, info.kind).check is None
+        odd = not_an_llm_server(client, info.v1_url, MODELS_TIMEOUT.read or 10.0) if fallback else None
+    if odd and not info.models and not unreachable:
+        fail(ConfigError(not_llm_message(cfg.base_url, cfg.base_url_source, odd)))
+        return 1
     if unreachable:
         fail(
             ConfigError(f"no server answered at {info.v1_url} ({unreachable}); start one or pass --base-url")

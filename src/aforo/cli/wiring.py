@@ -18,13 +18,14 @@ import httpx
 
 from aforo.agent import Agent
 from aforo.cli.config import Config
+from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.lanes import Route, compact_route
 from aforo.context.budget import Budget
 from aforo.context.compaction import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
 from aforo.context.counting import Meter
 from aforo.context.governor import Governor
 from aforo.context.lanes import DEFAULT_LANE, Lane
-from aforo.errors import ConfigError
+from aforo.errors import AforoError, ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.messages import Request
 from aforo.navigate.guide import Navigator
@@ -79,6 +80,12 @@ def open_lane(
     """Wire one lane; `hint` is its server's kind when already known (skips detection)."""
     server = detect_server(client, route.base_url, hint, kinds=kinds, model=route.model)
     kind = kind_named(kinds, server.kind)
+    # Detection recognised no kind (none was named: --server is believed), and it lists nothing.
+    if hint is None and kind.check is None and not server.models:
+        why = not_an_llm_server(client, server.v1_url, DISCOVERY_TIMEOUT)
+        if why is not None:
+            source = f"lane {route.name!r}" if route.configured else cfg.base_url_source
+            raise AforoError(not_llm_message(route.base_url, source, why))
     if route.configured:
         _check_served(client, route, server)
     model = route.model or (server.models[0] if len(server.models) == 1 else None)

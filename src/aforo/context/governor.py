@@ -11,6 +11,7 @@ model it was served by.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -37,6 +38,8 @@ from aforo.events import ContextAction, EventSink, Warning, phase
 from aforo.messages import Message, MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.records import Stamp, Where
+
+_CANCELLED = "cancelled by the user during the compaction"
 
 
 class _NotWritten(Exception):
@@ -116,16 +119,30 @@ class Governor:
 
     # --- around a call ---------------------------------------------------------------------------
 
-    def admit(self, request: Request, provider: Provider, *, force_compact: bool = False) -> Admitted:
+    def admit(
+        self,
+        request: Request,
+        provider: Provider,
+        *,
+        force_compact: bool = False,
+        cancel: threading.Event | None = None,
+    ) -> Admitted:
         """Run the stages and refuse locally what still cannot fit (RejectedError: nothing was sent).
 
-        `force_compact` compacts whatever the count; if that fails, RecoveryFailed says what to put back."""
+        `force_compact` compacts whatever the count; if that fails, RecoveryFailed says what to put back.
+        `cancel` (the run's Ctrl-C) stops a summary request at once: KeyboardInterrupt, with the
+        conversation as it was before this admission."""
         started = time.monotonic()
-        room = self._room(request, provider, force=force_compact)
+        room = self._room(request, provider, force=force_compact, cancel=cancel)
         checkpoint = None
         for kind, stage in STAGES:
             try:
                 applied = self._apply(kind, room.request, room.before, partial(stage, room))
+            except KeyboardInterrupt:
+                if checkpoint is not None:  # a clearing went before the compaction cancelled: put it back
+                    changed = Admitted(room.request, room.before, request.messages, checkpoint)
+                    self.recover(changed, _CANCELLED)
+                raise
             except TransformError as exc:
                 self.emit(Warning(f"{kind.value.event.capitalize()} failed: {exc}"))
                 if force_compact:
@@ -135,7 +152,7 @@ class Governor:
                 continue
             if applied is not None:
                 checkpoint = applied.checkpoint
-                summary = self._summarizer(provider)
+                summary = self._summarizer(provider, cancel)
                 room = replace(room, request=applied.request, before=applied.after, summary=summary)
         count = room.before
         if count.tokens > self._budget.available:
@@ -178,9 +195,16 @@ class Governor:
 
     # --- explicit actions (the REPL's /compact, /clear, /undo) -------------------------------------
 
-    def compact_now(self, request: Request, provider: Provider, instructions: str | None = None) -> None:
-        """Compact now, through the same pipeline. Raises TransformError; the conversation is then kept."""
-        room = self._room(request, provider, force=True, instructions=instructions)
+    def compact_now(
+        self,
+        request: Request,
+        provider: Provider,
+        instructions: str | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        """Compact now, through the same pipeline. Raises TransformError, or KeyboardInterrupt when
+        `cancel` is set; the conversation is then kept."""
+        room = self._room(request, provider, force=True, instructions=instructions, cancel=cancel)
         self._apply(Kind.COMPACT, request, room.before, partial(compact, room))
 
     def start_over(self, request: Request) -> None:
@@ -254,7 +278,13 @@ class Governor:
         return checkpoint
 
     def _room(
-        self, request: Request, provider: Provider, *, force: bool = False, instructions: str | None = None
+        self,
+        request: Request,
+        provider: Provider,
+        *,
+        force: bool = False,
+        instructions: str | None = None,
+        cancel: threading.Event | None = None,
     ) -> Room:
         """What a stage may look at, as plain values: the stages never see the governor."""
         return Room(
@@ -264,14 +294,16 @@ class Governor:
             self.policy,
             self.meter.count,
             self.meter.estimates.of,
-            self._summarizer(provider),
+            self._summarizer(provider, cancel),
             force,
             instructions,
         )
 
-    def _summarizer(self, provider: Provider) -> Summarizer:
-        model, prev = self.model or provider.model, self.watch.prev
-        return summary_route(self.compaction, self.lane, model, self._budget, self.meter, prev, provider)
+    def _summarizer(self, provider: Provider, cancel: threading.Event | None = None) -> Summarizer:
+        model, prev, budget, meter = self.model or provider.model, self.watch.prev, self._budget, self.meter
+        return summary_route(
+            self.compaction, self.lane, model, budget, meter, prev, provider, cancel, self.emit
+        )
 
     def _stamp(self) -> Stamp:
         """The conversation's lane, and the model its server last said served it."""

@@ -10,6 +10,8 @@ decides that, from what the answers said.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -17,9 +19,10 @@ from aforo.context.budget import Budget
 from aforo.context.counting import Meter
 from aforo.context.plan import Summarizer
 from aforo.context.tokens import Sample
-from aforo.events import ModelCheck, Warning
+from aforo.events import Event, EventSink, ModelCheck, Progress, Warning
+from aforo.messages import Request
 from aforo.protocols import Provider
-from aforo.stream import collect
+from aforo.stream import Reply, collect
 
 # The name of the conversation's lane when the configuration names none.
 DEFAULT_LANE = "default"
@@ -36,7 +39,7 @@ class Lane:
     budget: Budget  # its window; a summary request must fit `available`, `reserve` bounds the summary
     meter: Meter  # its counter and its calibration, apart from the conversation's
 
-    def summarizer(self) -> Summarizer:
+    def summarizer(self, cancel: threading.Event | None = None, emit: EventSink | None = None) -> Summarizer:
         # No growth baseline on this lane: it sees one summary request at a time, never a growing prompt.
         calibration = self.meter.calibration
         return Summarizer(
@@ -44,10 +47,31 @@ class Lane:
             self.model,
             self.budget,
             self.meter.count,
-            partial(collect, self.provider),
+            summary_asker(self.provider, cancel, emit),
             calibration.ratio,
             None,
             calibration.update,
+        )
+
+
+def summary_asker(
+    provider: Provider, cancel: threading.Event | None, emit: EventSink | None
+) -> Callable[[Request], Reply]:
+    """How a summary request is read: like a model call, in a worker thread that the run's `cancel`
+    stops at once (read without it, the first Ctrl-C only set an event nobody looked at for the 10-35 s
+    a summary took), its progress shown as the compaction's."""
+    progress = None if emit is None else partial(_as_compacting, emit)
+    return partial(collect, provider, cancel=cancel, progress=progress)
+
+
+def _as_compacting(emit: EventSink, event: Event) -> None:
+    """The summary request's progress as the compaction's: the prompt's tokens and %, then the summary's
+    (its end is not the compaction's, which goes on with the summary)."""
+    if isinstance(event, Progress):
+        emit(
+            Progress(
+                "compacting", done=event.done, total=event.total, cached=event.cached, tokens=event.tokens
+            )
         )
 
 
@@ -59,17 +83,19 @@ def summary_route(
     meter: Meter,
     prev: Sample | None,
     provider: Provider,
+    cancel: threading.Event | None = None,
+    emit: EventSink | None = None,
 ) -> Summarizer:
     """Where a summary request goes: the `compaction` lane, else the conversation's own (`lane`, with its
-    window, counter and last good sample `prev`)."""
+    window, counter and last good sample `prev`); `cancel` stops it, `emit` shows its progress."""
     if compaction is not None:
-        return compaction.summarizer()
+        return compaction.summarizer(cancel, emit)
     return Summarizer(
         lane,
         model,
         budget,
         meter.count,
-        partial(collect, provider),
+        summary_asker(provider, cancel, emit),
         meter.calibration.ratio,
         prev,
         # Summaries on the conversation's lane leave its calibration to the conversation's answers.

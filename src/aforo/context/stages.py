@@ -39,10 +39,18 @@ class CapResult:
     removed_lines: int = 0
 
 
-def cap_text(content: str, max_tokens: int, ratio: float = 1.0) -> CapResult:
+TOOL_ADVICE = (
+    "To see them, call the tool again on a narrower range "
+    "(Read with offset/limit, or a more specific Grep/Glob)."
+)
+
+
+def cap_text(content: str, max_tokens: int, ratio: float = 1.0, advice: str = TOOL_ADVICE) -> CapResult:
     """Keep the head and the tail of `content` within `max_tokens`, marking the cut.
 
     `ratio` is the calibrated tokens/estimate, so the cap holds in real tokens, not only estimated ones.
+    `advice`: what the marker tells the model to do for the lines cut (text that is no tool result
+    cannot be read again the same way).
     """
     limit = chars_for(max_tokens, ratio)
     if len(content) <= limit:
@@ -56,8 +64,7 @@ def cap_text(content: str, max_tokens: int, ratio: float = 1.0) -> CapResult:
     removed_lines = removed.count("\n")
     marker = (
         f"\n[... {removed_lines} lines ({len(removed)} characters) cut here to fit the context cap of "
-        f"{max_tokens} tokens. To see them, call the tool again on a narrower range "
-        "(Read with offset/limit, or a more specific Grep/Glob). ...]\n"
+        f"{max_tokens} tokens. {advice} ...]\n"
     )
     return CapResult(content[:head_end] + marker + content[tail_start:], True, len(removed), removed_lines)
 

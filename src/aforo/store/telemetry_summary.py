@@ -25,6 +25,16 @@ _ABBREV = {
     "overflow": "ovf",
     "warning": "warn",
 }
+# The legend of the abbreviated columns (a column's name alone never said what it counts).
+_MEANING = {
+    "admission": "requests admitted and sent",
+    "rejection": "requests refused, never sent (too large after clearing and compaction)",
+    "clearing": "clearings of old tool results (and /clear)",
+    "compaction": "compactions into a summary",
+    "recovery": "conversations put back from a checkpoint (/undo, after a failed call)",
+    "overflow": "answers the server gave without part of their prompt (silent truncation)",
+    "warning": "model checks after a summary on another lane that could not be made",
+}
 _MIN_MODEL_CHARS = 8
 # A session id is `20261201-091442-4317fbe2`: cut from its start, its random end stays whole.
 _MIN_SESSION_CHARS = 9
@@ -228,6 +238,7 @@ def format_summary(summary: dict[str, Any], width: int | None = None) -> str:
         "-" * max(len(x) for x in governor),
         governor[-1],
         "",
+        *(f"{_ABBREV[e]}: {_MEANING[e]}" for e in events if e in _ABBREV),
         "tokens in: prompt tokens the server read, cached ones included",
         "time: wall time of the runs, from the prompt to the ending",
         "saved: tokens the clearings and compactions removed",
