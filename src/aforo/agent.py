@@ -125,7 +125,16 @@ class Agent:
         _stop_if(cancel)
         gov, only = self.governor, run.answer_only
         cap = gov.tool_cap()
-        batch = answer(reply, self.tools, gov.conversation, cap, self.emit, cancel, answer_only=only)
+        batch = answer(
+            reply,
+            self.tools,
+            gov.conversation,
+            cap,
+            self.emit,
+            cancel,
+            answer_only=only,
+            question=run.question,
+        )
         run.tool_calls += batch.ran
         if batch.ran:
             return

@@ -25,20 +25,27 @@ import difflib
 import os
 import re
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from aforo.errors import LimitExceeded, ToolError
-from aforo.limits import READ_BYTES
+from aforo.limits import READ_BYTES, SYMBOL_FILE_BYTES
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
-from aforo.tools import ripgrep
+from aforo.tools import long_file, ripgrep
 from aforo.tools.deadline import check
 from aforo.tools.names import show
 from aforo.tools.outline import outline
+from aforo.tools.symbols import definitions, file_sites, is_python, mentions
 from aforo.tools.workspace import open_regular, relative, resolve, root_of
 
 DEFAULT_LIMIT = 2000
+# `path:N` shows line N with a few lines before it and the rest of a short function after it.
+LINES_BEFORE = 5
+LINES_AROUND = 40
+_LINES = re.compile(r"^(?P<path>.+?):(?P<first>\d+)(?:-(?P<last>\d+))?$")
+_LISTED_NAMES = 24
 NUMBER_EVERY = 10
 _LOOKS_NUMBERED = re.compile(r"\d+\t")
 _SUGGESTIONS = 5
@@ -52,13 +59,14 @@ _CHUNK = 1 << 20
 class Read:
     spec = ToolSpec(
         "Read",
-        "Read files with line numbers. For part of a long file: offset (first line) and limit.",
+        "Read files with line numbers. For part of a file: path:N-M (lines N to M), path:N, path#Name "
+        "(one definition), or offset and limit.",
         object_schema(
             {
                 "file_path": {
                     "type": "string",
                     "minLength": 1,
-                    "description": "Path relative to the workspace.",
+                    "description": "Path relative to the workspace, e.g. a.py, a.py:10-30 or a.py#parse.",
                 },
                 # 0 is taken as the first line too: small models count from 0 (Qwen2.5-Coder 0.5B sent
                 # offset 0 for the start of a file, and an error there left it asking again).
@@ -76,18 +84,24 @@ class Read:
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         root = root_of(ctx.workspace)
-        path = resolve(ctx.workspace, str(args["file_path"]))
+        target = _target(ctx.workspace, str(args["file_path"]))
+        path = target.path
         shown_path = relative(root, path)
         if not os.path.lexists(path):
             raise ToolError(_not_found(root, shown_path, ctx))
-        offset = int(args.get("offset") or 1)
-        limit = int(args.get("limit") or self.default_limit)
+        if target.symbol is not None:
+            target = _symbol(target, shown_path, ctx)
+        given_offset, given_limit = args.get("offset") or target.first, args.get("limit") or target.count
+        offset = int(given_offset or 1)
+        limit = int(given_limit or self.default_limit)
         with open_regular(path, shown_path) as f:
             head = f.read(_SNIFF_BYTES)
+            size = os.fstat(f.fileno()).st_size
             if b"\0" in head:
-                size = os.fstat(f.fileno()).st_size
                 raise ToolError(f"{shown_path} is a binary file ({size} bytes); Read only shows text files")
             f.seek(0)
+            if not given_offset and not given_limit and (long := _long(f, size, shown_path, ctx)):
+                return long
             source = _Source(f, self.max_bytes, ctx)
             passed, tail = _skip(source, offset - 1)
             if passed < offset - 1:
@@ -102,18 +116,95 @@ class Read:
             return _render(source, shown_path, offset, limit, ctx.max_chars)
 
 
+@dataclass(frozen=True)
+class _Target:
+    """What `file_path` asks for: a file, and maybe its lines (`a.py:10-30`) or one definition (`a.py#f`)."""
+
+    path: Path
+    first: int | None = None
+    count: int | None = None
+    symbol: str | None = None
+
+
+def _target(workspace: Path, spelled: str) -> _Target:
+    """The file and the part of it `spelled` names; a file whose name holds ':' or '#' is read whole."""
+    path = resolve(workspace, spelled)
+    if os.path.lexists(path):
+        return _Target(path)
+    base, hash_sign, symbol = spelled.rpartition("#")
+    if hash_sign and base and symbol and os.path.lexists(within := resolve(workspace, base)):
+        return _Target(within, symbol=symbol.strip())
+    lines = _LINES.match(spelled)
+    if lines and os.path.lexists(within := resolve(workspace, lines["path"])):
+        first = max(1, int(lines["first"]))
+        if lines["last"] is None:
+            # One line, as a citation names it: shown with the lines around it.
+            return _Target(within, max(1, first - LINES_BEFORE), LINES_AROUND)
+        last = max(1, int(lines["last"]))
+        return _Target(within, min(first, last), abs(last - first) + 1)
+    return _Target(path)
+
+
+def _symbol(target: _Target, shown_path: str, ctx: ToolContext) -> _Target:
+    """The lines of the definition `target.symbol` names (`parse`, `Client.send`), decorators included."""
+    if not is_python(shown_path):
+        raise ToolError(
+            f"{shown_path}#NAME reads a definition of a Python file; Grep finds a name in other files"
+        )
+    sites = file_sites(target.path, shown_path, ctx)
+    name = target.symbol or ""
+    matches = [s for s in sites if s.name == name] or [s for s in sites if s.short == name.rsplit(".", 1)[-1]]
+    if not matches:
+        top = [s.name for s in sites if s.depth == 0][:_LISTED_NAMES]
+        defines = f"; it defines {', '.join(top)}" if top else ""
+        raise ToolError(f"{shown_path} defines no {name!r}{defines}. Find {name} looks in every file")
+    site = matches[0]
+    return _Target(target.path, site.start, site.end - site.start + 1)
+
+
+def _long(f: BinaryIO, size: int, shown_path: str, ctx: ToolContext) -> ToolOutput | None:
+    """A Python file too long for one result, as what it defines and the definitions the question names;
+    None for any other file (then read from the start, `f` rewound)."""
+    if not ctx.max_chars or not ctx.max_chars < size <= SYMBOL_FILE_BYTES.value or not is_python(shown_path):
+        return None
+    shown = long_file.view(
+        shown_path, f.read().decode("utf-8", errors="replace"), ctx.question, ctx.max_chars
+    )
+    f.seek(0)
+    if shown is None:
+        return None
+    text, facts = shown
+    return ToolOutput(text, facts=facts)
+
+
 def _not_found(root: Path, shown_path: str, ctx: ToolContext) -> str:
     """Why the file is not there, with the workspace's files of a like name: a small model guesses
-    paths (`stopwords.txt` for `wordfreq/stopwords.py`) and goes on from a named candidate."""
+    paths (`stopwords.txt` for `wordfreq/stopwords.py`) and goes on from a named candidate. A name
+    given as a path (`hashlib.py`, `help_formatter`) gets where it is defined or used."""
     wanted = PurePosixPath(shown_path)
     files = ripgrep.list_files(root, ctx)
     by_name = sorted(f for f in files if PurePosixPath(f).name == wanted.name)
     stems = {PurePosixPath(f).stem: f for f in sorted(files)}
     close = difflib.get_close_matches(wanted.stem, list(stems), n=_SUGGESTIONS, cutoff=0.6)
     found = list(dict.fromkeys([*by_name, *(stems[s] for s in close)]))[:_SUGGESTIONS]
+    named = _where_named(root, wanted.stem, ctx) if wanted.stem.isidentifier() else ""
     if not found:
-        return f"{shown_path} does not exist; use Glob or LS to find the right path"
-    return f"{shown_path} does not exist. Files with a like name: {', '.join(show(f) for f in found)}"
+        return f"{shown_path} does not exist{named or '; use Glob or LS to find the right path'}"
+    return f"{shown_path} does not exist{named}. Files with a like name: {', '.join(show(f) for f in found)}"
+
+
+def _where_named(root: Path, name: str, ctx: ToolContext) -> str:
+    """`. The name hashlib is used at a.py:3: import hashlib` (definitions first), or ""."""
+    sites = [s.cite() for s in definitions(root, name, ctx)[:_SUGGESTIONS]]
+    own = {c.split(": ", 1)[0] for c in sites}
+    uses, _ = mentions(root, name, ctx, _SUGGESTIONS + len(sites))
+    cited = [m.cite() for m in uses if f"{m.path}:{m.line}" not in own][: _SUGGESTIONS - len(sites) or 1]
+    parts = []
+    if sites:
+        parts.append(f"the name {name} is defined at {'; '.join(sites)}")
+    if cited:
+        parts.append(f"{'it' if sites else f'the name {name}'} is used at {'; '.join(cited)}")
+    return f". As a name: {', and '.join(parts)}" if parts else ""
 
 
 class _Source:
@@ -213,18 +304,21 @@ def _render(source: _Source, shown_path: str, offset: int, limit: int, max_chars
     if offset > total:
         return _past_end(shown_path, total, offset)
     notes = []
+    facts = f"{shown_path}: {'' if exact else 'at least '}{total} line{'' if total == 1 else 's'}"
     if invalid_utf8:
         notes.append("(note: the file is not valid UTF-8; undecodable bytes are shown as \ufffd)")
     if offset > 1 or last < total:
         of = f"{total}" if exact else f"at least {total}"
         hint = f" Use offset={last + 1} to read more." if last < total else ""
         notes.append(f"(showing lines {offset}-{last} of {of}.{hint})")
+        facts = f"{shown_path}: lines {offset}-{last} of {of}"
     elif code is not None and not invalid_utf8 and (defines := outline("\n".join(code))):
         # Before the lines, not after them: a small model answers with what it read last, and a count
         # there became the answer to other questions (asked how often the client retries, 0.5B
         # answered the `1` of "(defines 1 function)" instead of MAX_RETRIES = 4).
         out.insert(0, f"({defines})")
-    return ToolOutput("\n".join([*out, *notes]))
+        facts += f"; {defines}"
+    return ToolOutput("\n".join([*out, *notes]), facts=facts)
 
 
 def _lines(source: _Source) -> Iterator[tuple[bytes, int]]:

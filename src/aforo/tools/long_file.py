@@ -1,0 +1,102 @@
+"""A Python file too long for one result, shown as what it defines plus the lines the question names.
+
+Cut to its head, a long file hides its answer: on a real package the definition a question asked for sat
+at line 263 of a file Read cut at line 137, and the model never saw it. So Read shows such a file as
+its outline (each class, function and top-level assignment with its line number, methods indented
+under their class) and then the definitions whose names the run's question spells, a few dozen lines
+each, within the same budget; it says what it left out and how to read it (`Read path:N-M`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from aforo.tools.outline import outline as counted
+from aforo.tools.symbols import outline
+
+REGION_LINES = 40  # of one definition the question names: its head, where the signature and docs are
+_MAX_REGIONS = 3
+_AROUND = 3  # lines shown either side of a line that mentions a name of the question
+_MAX_LINE_CHARS = 240
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def question_names(question: str) -> set[str]:
+    """The words of the question that may name code, lowercased (`group`, `help_formatter`)."""
+    return {w.lower() for w in _IDENTIFIER.findall(question) if len(w) > 2}
+
+
+def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str, str] | None:
+    """(the view, its one-line facts), or None when `source` does not parse."""
+    sites = outline(source, shown_path)
+    if sites is None:
+        return None
+    lines = source.splitlines()
+    listed = [s for s in sites if s.depth == 0 or (s.depth == 1 and s.kind != "const")]
+    wanted = question_names(question)
+    named = [s for s in sites if s.kind != "const" and s.short.lower() in wanted][:_MAX_REGIONS]
+    # The outline gets at most half the budget when a region needs the rest.
+    outline_budget = budget // 2 if named or _code_words(question) else budget
+    outline_lines, left_out = _fit(
+        [f"{s.line}\t{'    ' * s.depth}{s.signature}" for s in listed], outline_budget
+    )
+    defines = counted(source)  # as a whole file's Read says it, names bounded, counts exact
+    facts = f"{shown_path}: {len(lines)} lines" + (f"; {defines}" if defines else "")
+    head = (
+        f"({shown_path}: {len(lines)} lines, too long to show whole. Its definitions"
+        f"{', then the ones your question names' if named else ''}; Read {shown_path}:N-M for lines N to M.)"
+    )
+    out = [head, *outline_lines]
+    if left_out:
+        out.append(f"({left_out} more definitions not shown; Find NAME tells where one is)")
+    size = sum(len(line) + 1 for line in out)
+    regions = [(s.start, min(s.end, s.start + REGION_LINES - 1), s.name) for s in named]
+    if not regions:
+        regions = _mentioned(lines, question)
+    for first, last, why in regions:
+        block = [f"(lines {first}-{last}: {why})"]
+        block += [f"{n}\t{_cut(lines[n - 1])}" for n in range(first, last + 1)]
+        block, cut = _fit(block, budget - size)
+        if len(block) <= 1:
+            out.append(f"({why}: Read {shown_path}:{first}-{last})")
+            continue
+        if cut:
+            block.append(f"(cut: Read {shown_path}:{first}-{last} for the rest)")
+        out += block
+        size += sum(len(line) + 1 for line in block)
+    return "\n".join(out), facts
+
+
+def _code_words(question: str) -> list[str]:
+    """Words that can only be code: with an underscore, a capital after the first letter, or in backticks."""
+    quoted = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", question))
+    marked = {
+        w for w in _IDENTIFIER.findall(question) if "_" in w.strip("_") or any(c.isupper() for c in w[1:])
+    }
+    return sorted(quoted | marked)
+
+
+def _mentioned(lines: list[str], question: str) -> list[tuple[int, int, str]]:
+    """A few lines around the first uses of the question's code words, when it names no definition."""
+    found: list[tuple[int, int, str]] = []
+    for word in _code_words(question):
+        pattern = re.compile(rf"\b{re.escape(word)}\b")
+        for number, text in enumerate(lines, start=1):
+            if pattern.search(text):
+                found.append((max(1, number - _AROUND), min(len(lines), number + _AROUND), f"{word} is used"))
+                break
+    return found[:_MAX_REGIONS]
+
+
+def _fit(lines: list[str], budget: int) -> tuple[list[str], int]:
+    """The first lines that fit `budget` characters, and how many did not."""
+    size = 0
+    for i, line in enumerate(lines):
+        size += len(line) + 1
+        if size > budget:
+            return lines[:i], len(lines) - i
+    return lines, 0
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= _MAX_LINE_CHARS else line[:_MAX_LINE_CHARS] + " … [line cut: too long]"

@@ -1,0 +1,72 @@
+"""What the tools know exactly stays when a result's body is cleared: ten files compared in a 4 096 window."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from aforo.context.stages import clear_old_results
+from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse, block_from_dict, block_to_dict
+from aforo.providers.fake import FakeProvider, FakeTurn
+from support.scenario import make_agent
+
+QUESTION = "Read all ten files mod00.py to mod09.py. Which is the longest?"
+
+
+def test_a_cleared_result_keeps_its_facts_and_a_result_without_them_the_note() -> None:
+    uses = (ToolUse("a", "Read", {"file_path": "a.py"}), ToolUse("b", "Read", {"file_path": "b.py"}))
+    results = (
+        ToolResult("a", "x = 1\n" * 100, facts="a.py: 100 lines; 1 function: f"),
+        ToolResult("b", "y = 2\n" * 100),
+    )
+    exchange = [Message("assistant", uses), Message("user", results)]
+    messages = [Message.user("task"), *exchange, Message.user("more")]
+    cleared = [r for m in clear_old_results(messages, keep=0).messages for r in m.tool_results]
+    assert cleared[0].cleared and cleared[0].content.startswith("[a.py: 100 lines; 1 function: f. ")
+    assert cleared[0].facts == "a.py: 100 lines; 1 function: f"
+    assert cleared[1].cleared and cleared[1].content == CLEARED_NOTE
+
+
+def test_facts_round_trip_through_a_session_file() -> None:
+    block = ToolResult("a", "body", facts="a.py: 3 lines", cleared=True)
+    assert block_from_dict(block_to_dict(block)) == block
+    assert "facts" not in block_to_dict(ToolResult("a", "body"))
+
+
+def ten_files(root: Path) -> dict[str, int]:
+    """Ten Python files of 24 to 42 lines (the longest is not the last): together more than the window."""
+    lines = {f"mod{i:02d}.py": 24 + (i * 7) % 10 * 2 for i in range(10)}
+    for name, count in lines.items():
+        body = "".join(f"value_{n} = {n} * {n}  # {name}\n" for n in range(count))
+        (root / name).write_text(body)
+    return lines
+
+
+def test_the_longest_of_ten_files_is_answerable_from_all_ten_in_a_4096_window(tmp_path: Path) -> None:
+    lines = ten_files(tmp_path)
+    names = sorted(lines)
+    last: list[Request] = []
+
+    def respond(request: Request) -> FakeTurn:
+        last[:] = [request]
+        asked = [u.input["file_path"] for m in request.messages for u in m.tool_uses]
+        todo = [n for n in names if n not in asked]
+        # Two files a turn, as the window allows, then the answer.
+        return FakeTurn("", [("Read", {"file_path": n}) for n in todo[:2]]) if todo else FakeTurn("done")
+
+    agent, rec, _ = make_agent(tmp_path, FakeProvider(respond), window=4096)
+    result = agent.run(QUESTION)
+    assert result.reason == "end_turn"
+    # The bodies did not all fit: clearing happened, and no compaction replaced the conversation.
+    actions = [e.action for e in rec.of("context")]
+    assert "cleared" in actions and "compacted" not in actions
+    results = [r for m in last[0].messages for r in m.tool_results]
+    assert len(results) == 10 and any(r.cleared for r in results)
+    # Every file's exact line count reaches the answering turn, from a cleared result's facts or the body.
+    for name, count in lines.items():
+        shown = [r for r in results if name in r.content]
+        assert shown, name
+        if shown[0].cleared:
+            assert re.search(rf"\[{re.escape(name)}: {count} lines\b", shown[0].content), shown[0].content
+        else:
+            assert f"# {name}" in shown[0].content and shown[0].content.count("\n") == count - 1
