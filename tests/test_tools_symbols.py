@@ -223,3 +223,9 @@ def test_reads_give_their_facts(ws: Path) -> None:
     assert whole.facts == "pkg/shapes.py: 19 lines; 1 function: group; 1 class: Shape"
     part = Read().run({"file_path": "pkg/shapes.py:11-12"}, ctx(ws))
     assert part.facts == "pkg/shapes.py: lines 11-12 of 19"
+
+
+def test_a_long_python_file_that_defines_nothing_is_shown_from_its_head(ws: Path) -> None:
+    (ws / "data.py").write_text("".join(f"x_{n} = {n}\n" for n in range(500)))
+    out = read(ws, "data.py", max_chars=1000, question="what is x_1?")
+    assert out.startswith("1\tx_0 = 0\n") and "too long to show whole" not in out

@@ -2,7 +2,7 @@
 
 Cut to its head, a long file hides its answer: on a real package the definition a question asked for sat
 at line 263 of a file Read cut at line 137, and the model never saw it. So Read shows such a file as
-its outline (each class, function and top-level assignment with its line number, methods indented
+its outline (each class, function and top-level constant with its line number, methods indented
 under their class) and then the definitions whose names the run's question spells, a few dozen lines
 each, within the same budget; it says what it left out and how to read it (`Read path:N-M`).
 """
@@ -27,14 +27,20 @@ def question_names(question: str) -> set[str]:
 
 
 def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str, str] | None:
-    """(the view, its one-line facts), or None when `source` does not parse."""
+    """(the view, its one-line facts), or None when `source` does not parse or the view would show no
+    definition (a file of data: then its head says more)."""
     sites = outline(source, shown_path)
     if sites is None:
         return None
     lines = source.splitlines()
-    listed = [s for s in sites if s.depth == 0 or (s.depth == 1 and s.kind != "const")]
+    # Constants by convention (UPPER_CASE) only: a module's other assignments are its working state.
+    listed = [
+        s for s in sites if (s.kind != "const" and s.depth <= 1) or (s.depth == 0 and s.short.isupper())
+    ]
     wanted = question_names(question)
     named = [s for s in sites if s.kind != "const" and s.short.lower() in wanted][:_MAX_REGIONS]
+    if not listed and not named:
+        return None
     # The outline gets at most half the budget when a region needs the rest.
     outline_budget = budget // 2 if named or _code_words(question) else budget
     outline_lines, left_out = _fit(
