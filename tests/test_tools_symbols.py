@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from aforo import steps
 from aforo.protocols import ToolContext
 from aforo.tools import Find, Read
 from aforo.tools.registry import default_registry
@@ -229,3 +230,10 @@ def test_a_long_python_file_that_defines_nothing_is_shown_from_its_head(ws: Path
     (ws / "data.py").write_text("".join(f"x_{n} = {n}\n" for n in range(500)))
     out = read(ws, "data.py", max_chars=1000, question="what is x_1?")
     assert out.startswith("1\tx_0 = 0\n") and "too long to show whole" not in out
+
+
+def test_a_constrained_step_batches_find_like_read(ws: Path) -> None:
+    specs = default_registry(ws).specs
+    assert steps.parse('{"find": ["group", "Shape"]}', specs) == steps.Step(
+        calls=(("Find", {"name": "group"}), ("Find", {"name": "Shape"}))
+    )
