@@ -237,3 +237,21 @@ def test_a_constrained_step_batches_find_like_read(ws: Path) -> None:
     assert steps.parse('{"find": ["group", "Shape"]}', specs) == steps.Step(
         calls=(("Find", {"name": "group"}), ("Find", {"name": "Shape"}))
     )
+
+
+def test_the_long_file_view_never_passes_the_cap(ws: Path) -> None:
+    # Past the cap, the context stage would cut the view in its middle.
+    (ws / "big.py").write_text(long_module(100))
+    for cap in (300, 700, 1500, 3000, 6000):
+        for question in ("", "Where is group defined?", "what does helper_007 do with `x_total`?"):
+            assert len(read(ws, "big.py", max_chars=cap, question=question)) <= cap, (cap, question)
+
+
+def test_the_definition_the_question_names_most_precisely_comes_first(ws: Path) -> None:
+    methods = "".join(f"    def m{i}(self):\n        return {i}\n\n" for i in range(40))
+    docs = "Docs. " * 200
+    source = f'class Console:\n    """{docs}"""\n\n{methods}    def print(self):\n        return "PRINTED"\n'
+    (ws / "console.py").write_text(source)
+    out = read(ws, "console.py", max_chars=1500, question="Where is the print method of Console defined?")
+    assert "(lines 124-125: Console.print)" in out and '"PRINTED"' in out
+    assert out.index("Console.print)") < out.index("(lines 1-40: Console)")

@@ -10,14 +10,16 @@ each, within the same budget; it says what it left out and how to read it (`Read
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from aforo.tools.outline import outline as counted
-from aforo.tools.symbols import outline
+from aforo.tools.symbols import Site, outline
 
 REGION_LINES = 40  # of one definition the question names: its head, where the signature and docs are
 _MAX_REGIONS = 3
 _AROUND = 3  # lines shown either side of a line that mentions a name of the question
 _MAX_LINE_CHARS = 240
+_NOTE_ROOM = 80  # for the line that says how many definitions the outline left out
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -38,39 +40,49 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
         s for s in sites if (s.kind != "const" and s.depth <= 1) or (s.depth == 0 and s.short.isupper())
     ]
     wanted = question_names(question)
-    named = [s for s in sites if s.kind != "const" and s.short.lower() in wanted][:_MAX_REGIONS]
+    named = sorted((s for s in sites if s.kind != "const" and s.short.lower() in wanted), key=_rank(wanted))
+    named = named[:_MAX_REGIONS]
     if not listed and not named:
         return None
-    # The outline gets at most half the budget when a region needs the rest.
-    outline_budget = budget // 2 if named or _code_words(question) else budget
-    outline_lines, left_out = _fit(
-        [f"{s.line}\t{'    ' * s.depth}{s.signature}" for s in listed], outline_budget
-    )
     defines = counted(source)  # as a whole file's Read says it, names bounded, counts exact
     facts = f"{shown_path}: {len(lines)} lines" + (f"; {defines}" if defines else "")
     head = (
         f"({shown_path}: {len(lines)} lines, too long to show whole. Its definitions"
         f"{', then the ones your question names' if named else ''}; Read {shown_path}:N-M for lines N to M.)"
     )
+    regions = [(s.start, min(s.end, s.start + REGION_LINES - 1), s.name) for s in named]
+    regions = regions or _mentioned(lines, question)
+    # The outline gets at most half of what is left when a region needs the rest.
+    room = budget - len(head) - 1 - _NOTE_ROOM
+    listing = [f"{s.line}\t{'    ' * s.depth}{s.signature}" for s in listed]
+    outline_lines, left_out = _fit(listing, room // 2 if regions else room)
     out = [head, *outline_lines]
     if left_out:
         out.append(f"({left_out} more definitions not shown; Find NAME tells where one is)")
     size = sum(len(line) + 1 for line in out)
-    regions = [(s.start, min(s.end, s.start + REGION_LINES - 1), s.name) for s in named]
-    if not regions:
-        regions = _mentioned(lines, question)
     for first, last, why in regions:
+        pointer = f"({why}: Read {shown_path}:{first}-{last})"
         block = [f"(lines {first}-{last}: {why})"]
         block += [f"{n}\t{_cut(lines[n - 1])}" for n in range(first, last + 1)]
-        block, cut = _fit(block, budget - size)
+        # Room is kept for the line that says where the rest is, if the block is cut.
+        block, cut = _fit(block, budget - size - len(pointer) - 1)
         if len(block) <= 1:
-            out.append(f"({why}: Read {shown_path}:{first}-{last})")
-            continue
-        if cut:
-            block.append(f"(cut: Read {shown_path}:{first}-{last} for the rest)")
+            block = [pointer] if size + len(pointer) + 1 <= budget else []
+        elif cut:
+            block.append(pointer)
         out += block
         size += sum(len(line) + 1 for line in block)
     return "\n".join(out), facts
+
+
+def _rank(wanted: set[str]) -> Callable[[Site], tuple[int, bool]]:
+    """Definitions the question names more of first (`Console.print` before `Console` for "the print
+    method of Console"), then functions before classes (a class's head is its docstring)."""
+
+    def key(site: Site) -> tuple[int, bool]:
+        return -sum(part.lower() in wanted for part in site.name.split(".")), site.kind == "class"
+
+    return key
 
 
 def _code_words(question: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 A small model cannot plan a search: asked where `group` is defined, it reads the heads of files and
 passes names as paths. The tools answer that question exactly instead. `definitions` finds the files
-that spell the name as a whole word (ripgrep, honouring .gitignore), parses only those with `ast` and
+with a line that looks like its definition (ripgrep, honouring .gitignore), parses only those with `ast` and
 returns each definition as a `Site` (`path:line` and its signature); `mentions` lists the lines that
 use it. `outline` is what one file defines at its top level and in its classes, which Read shows in
 place of a file too long for one result.
@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import functools
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -109,12 +110,12 @@ def _cached(real: str, shown: str, mtime_ns: int, size: int) -> tuple[Site, ...]
 
 def definitions(root: Path, name: str, ctx: ToolContext) -> list[Site]:
     """Every definition of `name` (`group`, or qualified: `Group.command`) in the workspace's Python files
-    that rg would search, in path order. At most `symbol_files` files that spell it are parsed."""
+    that rg would search, in path order. At most `symbol_files` files are parsed."""
     short = name.rsplit(".", 1)[-1]
     if not short.isidentifier():
         return []
     found = []
-    for rel in sorted(_files_with_word(root, short, ctx))[: int(SYMBOL_FILES.value)]:
+    for rel in sorted(_files_defining(root, short, ctx))[: int(SYMBOL_FILES.value)]:
         for site in file_sites(root / rel, show(rel), ctx):
             if site.name == name or (
                 site.short == name if "." not in name else site.name.endswith("." + name)
@@ -155,19 +156,15 @@ def mentions(root: Path, name: str, ctx: ToolContext, limit: int) -> tuple[list[
     return shown, total
 
 
-def _files_with_word(root: Path, word: str, ctx: ToolContext) -> list[str]:
+def _files_defining(root: Path, word: str, ctx: ToolContext) -> list[str]:
+    """The Python files with a line that looks like a definition of `word`; the syntax tree decides.
+
+    Only those are parsed: `group` is spelled in hundreds of files of a large tree, defined in few."""
     globs = [arg for suffix in PYTHON_SUFFIXES for arg in ("--glob", f"*{suffix}")]
-    argv = [
-        "--null",
-        "--files-with-matches",
-        "--word-regexp",
-        "--fixed-strings",
-        *globs,
-        "-e",
-        word,
-        "--",
-        ".",
-    ]
+    name = re.escape(word)
+    # Rust regex: no lookahead, so "= but not ==" is spelled out.
+    pattern = rf"^\s*((async\s+)?def|class)\s+{name}\b|^\s*{name}\s*(:[^=]*)?=([^=]|$)"
+    argv = ["--null", "--files-with-matches", *globs, "-e", pattern, "--", "."]
     with ripgrep.RgProcess(argv, root, ctx, sep=b"\0") as proc:
         files = [ripgrep.strip_dot(os.fsdecode(r)) for r in proc.records() if r]
     proc.finish()
