@@ -9,7 +9,7 @@ import pytest
 
 from aforo import steps
 from aforo.protocols import ToolContext
-from aforo.tools import Find, Read
+from aforo.tools import Find, Read, read_tool
 from aforo.tools.registry import default_registry
 from aforo.tools.symbols import definitions, file_sites, mentions, outline
 
@@ -208,7 +208,7 @@ def test_a_long_python_file_shows_its_outline_and_the_definition_the_question_na
 
 def test_a_long_python_file_without_question_names_is_its_outline(ws: Path) -> None:
     (ws / "big.py").write_text(long_module(20))
-    result = Read().run({"file_path": "big.py"}, ctx(ws, max_chars=2000))
+    result = Read().run({"file_path": "big.py"}, ctx(ws, max_chars=1500))
     assert "def helper_019(x):" in result.content and "GROUP-BODY" not in result.content
     assert result.facts.startswith("big.py: 246 lines; 21 functions: helper_000, helper_001")
 
@@ -255,3 +255,13 @@ def test_the_definition_the_question_names_most_precisely_comes_first(ws: Path) 
     out = read(ws, "console.py", max_chars=1500, question="Where is the print method of Console defined?")
     assert "(lines 124-125: Console.print)" in out and '"PRINTED"' in out
     assert out.index("Console.print)") < out.index("(lines 1-40: Console)")
+
+
+def test_a_python_file_not_much_longer_than_the_cap_is_shown_from_its_head(ws: Path) -> None:
+    # The cut of the context stage keeps its head and tail, more of it than an outline would show.
+    source = long_module(20)
+    (ws / "big.py").write_text(source)
+    cap = int(len(source) / read_tool.OUTLINE_PAST) + 10
+    head = read(ws, "big.py", max_chars=cap)
+    assert '1\t"""A long module."""' in head and "too long to show whole" not in head
+    assert "too long to show whole" in read(ws, "big.py", max_chars=cap - 20)

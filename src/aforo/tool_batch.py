@@ -175,7 +175,6 @@ def run_batch(
     for use in uses:
         first.setdefault(_key(use), use)
     distinct = [u for k, u in first.items() if k not in answered]
-    cap = cap.shared(len(distinct))
 
     def run_one(use: ToolUse) -> tuple[ToolOutput, float]:
         started = time.monotonic()

@@ -16,10 +16,6 @@ from aforo.messages import CLEARED_NOTE, Message, ToolResult
 # Share of a capped result kept from the head; the rest comes from the tail (errors and totals
 # usually sit at the end of an output, the context at its start).
 HEAD_SHARE = 0.6
-# The results of one answer take at most this many caps together (Cap.shared): with the default cap
-# (a fifth of the room), three fifths, as much as clearing lets the conversation hold (clear_at 0.6).
-BATCH_CAPS = 3
-MIN_SHARE_TOKENS = 64  # a share below this shows nothing but the cut marker
 
 
 @dataclass(frozen=True)
@@ -33,16 +29,6 @@ class Cap:
     def chars(self) -> int:
         """The cap in characters, so the cap holds in real tokens, not only estimated ones."""
         return chars_for(self.tokens, self.ratio)
-
-    def shared(self, calls: int) -> Cap:
-        """The cap of each of `calls` results of one answer: together they take at most BATCH_CAPS caps.
-
-        The newest results are never cleared (the model has not read them), so a batch larger than the
-        window could only end the run: ten files read at once, each at the cap, took 6 579 tokens of a
-        3 072-token room. Shared, each shows less (a long Python file its outline), and all of them fit."""
-        if calls <= BATCH_CAPS:
-            return self
-        return replace(self, tokens=max(MIN_SHARE_TOKENS, self.tokens * BATCH_CAPS // calls))
 
 
 @dataclass(frozen=True)

@@ -46,6 +46,9 @@ LINES_BEFORE = 5
 LINES_AROUND = 40
 _LINES = re.compile(r"^(?P<path>.+?):(?P<first>\d+)(?:-(?P<last>\d+))?$")
 _LISTED_NAMES = 24
+# A whole Python file past this many caps is shown as its outline; one not much longer than the cap
+# loses less to the cut (its head and tail kept, a third of it gone at most) than to an outline.
+OUTLINE_PAST = 1.5
 NUMBER_EVERY = 10
 _LOOKS_NUMBERED = re.compile(r"\d+\t")
 _SUGGESTIONS = 5
@@ -165,11 +168,10 @@ def _symbol(target: _Target, shown_path: str, ctx: ToolContext) -> _Target:
 def _long(f: BinaryIO, size: int, shown_path: str, ctx: ToolContext) -> ToolOutput | None:
     """A Python file too long for one result, as what it defines and the definitions the question names;
     None for any other file (then read from the start, `f` rewound)."""
-    if not ctx.max_chars or not ctx.max_chars < size <= SYMBOL_FILE_BYTES.value or not is_python(shown_path):
+    cap = ctx.max_chars
+    if not cap or not cap * OUTLINE_PAST < size <= SYMBOL_FILE_BYTES.value or not is_python(shown_path):
         return None
-    shown = long_file.view(
-        shown_path, f.read().decode("utf-8", errors="replace"), ctx.question, ctx.max_chars
-    )
+    shown = long_file.view(shown_path, f.read().decode("utf-8", errors="replace"), ctx.question, cap)
     f.seek(0)
     if shown is None:
         return None
