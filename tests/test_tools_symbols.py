@@ -265,3 +265,17 @@ def test_a_python_file_not_much_longer_than_the_cap_is_shown_from_its_head(ws: P
     head = read(ws, "big.py", max_chars=cap)
     assert '1\t"""A long module."""' in head and "too long to show whole" not in head
     assert "too long to show whole" in read(ws, "big.py", max_chars=cap - 20)
+
+
+def test_a_file_named_without_its_directory_is_read_when_only_one_file_has_that_name(ws: Path) -> None:
+    out = read(ws, "shapes.py:11-12")
+    assert out.splitlines()[:2] == ["(shapes.py is pkg/shapes.py)", "11\t    def area(self) -> float:"]
+    assert read(ws, "shapes.py#group").startswith("(shapes.py is pkg/shapes.py)\n15\t@staticmethod")
+    whole = Read().run({"file_path": "use.py"}, ctx(ws))
+    assert whole.content.startswith("(use.py is pkg/use.py)\n1\tfrom pkg.shapes")
+    assert whole.facts.startswith("pkg/use.py: 3 lines")
+    # Two files of that name: no guess, the error names both.
+    (ws / "other").mkdir()
+    (ws / "other" / "use.py").write_text("y = 2\n")
+    out = default_registry(ws).execute("Read", {"file_path": "use.py"})
+    assert out.is_error and "other/use.py" in out.content and "pkg/use.py" in out.content

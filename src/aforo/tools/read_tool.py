@@ -87,13 +87,24 @@ class Read:
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         root = root_of(ctx.workspace)
-        target = _target(ctx.workspace, str(args["file_path"]))
+        spelled = str(args["file_path"])
+        target = _target(_Locator(ctx), spelled)
+        if target is None:
+            raise ToolError(_not_found(root, relative(root, resolve(ctx.workspace, spelled)), ctx))
         path = target.path
         shown_path = relative(root, path)
-        if not os.path.lexists(path):
-            raise ToolError(_not_found(root, shown_path, ctx))
         if target.symbol is not None:
             target = _symbol(target, shown_path, ctx)
+        output = self._read(args, ctx, target, shown_path)
+        if "/" not in target.spelled and "/" in shown_path:
+            # Found by its name alone: say where, so the model cites the right path.
+            return dataclasses.replace(
+                output, content=f"({target.spelled} is {shown_path})\n{output.content}"
+            )
+        return output
+
+    def _read(self, args: dict[str, Any], ctx: ToolContext, target: _Target, shown_path: str) -> ToolOutput:
+        path = target.path
         given_offset, given_limit = args.get("offset") or target.first, args.get("limit") or target.count
         offset = int(given_offset or 1)
         limit = int(given_limit or self.default_limit)
@@ -124,28 +135,49 @@ class _Target:
     """What `file_path` asks for: a file, and maybe its lines (`a.py:10-30`) or one definition (`a.py#f`)."""
 
     path: Path
+    spelled: str  # the file as the model named it
     first: int | None = None
     count: int | None = None
     symbol: str | None = None
 
 
-def _target(workspace: Path, spelled: str) -> _Target:
-    """The file and the part of it `spelled` names; a file whose name holds ':' or '#' is read whole."""
-    path = resolve(workspace, spelled)
-    if os.path.lexists(path):
-        return _Target(path)
+class _Locator:
+    """A file as spelled, else the one file of the workspace with that name when the spelling has no
+    directory: small models drop it (`shapes.py` for `pkg/shapes.py`)."""
+
+    def __init__(self, ctx: ToolContext) -> None:
+        self._ctx = ctx
+        self._files: list[str] | None = None
+
+    def __call__(self, spelled: str) -> Path | None:
+        path = resolve(self._ctx.workspace, spelled)
+        if os.path.lexists(path):
+            return path
+        if "/" in spelled or not spelled.strip():
+            return None
+        if self._files is None:
+            self._files = sorted(ripgrep.list_files(root_of(self._ctx.workspace), self._ctx))
+        named = [f for f in self._files if PurePosixPath(f).name == spelled]
+        return resolve(self._ctx.workspace, show(named[0])) if len(named) == 1 else None
+
+
+def _target(locate: _Locator, spelled: str) -> _Target | None:
+    """The file and the part of it `spelled` names, None when there is no such file; a file whose name
+    holds ':' or '#' is read whole."""
+    if path := locate(spelled):
+        return _Target(path, spelled)
     base, hash_sign, symbol = spelled.rpartition("#")
-    if hash_sign and base and symbol and os.path.lexists(within := resolve(workspace, base)):
-        return _Target(within, symbol=symbol.strip())
+    if hash_sign and base and symbol and (within := locate(base)):
+        return _Target(within, base, symbol=symbol.strip())
     lines = _LINES.match(spelled)
-    if lines and os.path.lexists(within := resolve(workspace, lines["path"])):
+    if lines and (within := locate(lines["path"])):
         first = max(1, int(lines["first"]))
         if lines["last"] is None:
             # One line, as a citation names it: shown with the lines around it.
-            return _Target(within, max(1, first - LINES_BEFORE), LINES_AROUND)
+            return _Target(within, lines["path"], max(1, first - LINES_BEFORE), LINES_AROUND)
         last = max(1, int(lines["last"]))
-        return _Target(within, min(first, last), abs(last - first) + 1)
-    return _Target(path)
+        return _Target(within, lines["path"], min(first, last), abs(last - first) + 1)
+    return None
 
 
 def _symbol(target: _Target, shown_path: str, ctx: ToolContext) -> _Target:
@@ -162,7 +194,7 @@ def _symbol(target: _Target, shown_path: str, ctx: ToolContext) -> _Target:
         defines = f"; it defines {', '.join(top)}" if top else ""
         raise ToolError(f"{shown_path} defines no {name!r}{defines}. Find {name} looks in every file")
     site = matches[0]
-    return _Target(target.path, site.start, site.end - site.start + 1)
+    return dataclasses.replace(target, first=site.start, count=site.end - site.start + 1)
 
 
 def _long(f: BinaryIO, size: int, shown_path: str, ctx: ToolContext) -> ToolOutput | None:
