@@ -3,13 +3,15 @@ shown as its outline plus what the question names, and a name given to Read as a
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
 from aforo import steps
+from aforo.limits import SYMBOL_FILES
 from aforo.protocols import ToolContext
-from aforo.tools import Find, Read, read_tool
+from aforo.tools import Find, Read, read_tool, symbols
 from aforo.tools.registry import default_registry
 from aforo.tools.symbols import definitions, file_sites, mentions, outline
 
@@ -82,8 +84,9 @@ def test_definitions_by_name_and_by_qualified_name(ws: Path) -> None:
 
 def test_mentions_are_whole_words_in_any_text_file_in_path_order(ws: Path) -> None:
     (ws / "pkg" / "other.py").write_text("grouping = 1\n")
-    found, total = mentions(ws, "group", ctx(ws), limit=2)
-    assert total == 5  # shapes.py: the def and the docstring; use.py: two lines; notes.md: one
+    used = mentions(ws, "group", ctx(ws), limit=2)
+    found, total = used.items, used.total
+    assert total == 5 and used.exact  # shapes.py: the def and the docstring; use.py: two; notes.md: one
     cited = ["notes.md:1: We call group() twice.", "pkg/shapes.py:16: def group(name=None,"]
     assert [m.cite() for m in found] == cited
 
@@ -279,3 +282,24 @@ def test_a_file_named_without_its_directory_is_read_when_only_one_file_has_that_
     (ws / "other" / "use.py").write_text("y = 2\n")
     out = default_registry(ws).execute("Read", {"file_path": "use.py"})
     assert out.is_error and "other/use.py" in out.content and "pkg/use.py" in out.content
+
+
+def test_find_says_how_many_files_it_could_not_parse(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for i in range(3):
+        (ws / f"def{i}.py").write_text(f"def group():\n    return {i}\n")
+    monkeypatch.setattr(symbols, "SYMBOL_FILES", dataclasses.replace(SYMBOL_FILES, value=2))
+    out = Find().run({"name": "group"}, ctx(ws)).content
+    # Files in path order: def0.py and def1.py parsed, def2.py and pkg/shapes.py not.
+    defined = out.split(" is used in ")[0]
+    assert "def0.py:1: def group():" in defined and "def1.py:1" in defined and "def2.py:1" not in defined
+    assert (
+        "(2 more files that may define it were not parsed: the limits symbol_files and symbol_file_bytes)"
+        in out
+    )
+
+
+def test_uses_past_a_hundred_times_the_shown_are_counted_as_at_least(ws: Path) -> None:
+    (ws / "many.txt").write_text("group\n" * 300_000)  # more than a pipe holds: rg is stopped
+    used = mentions(ws, "group", ctx(ws), limit=2)
+    assert not used.exact and used.total > 200
+    assert "group is used in at least " in Find().run({"name": "group"}, ctx(ws)).content

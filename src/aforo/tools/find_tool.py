@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from aforo.errors import ToolError
+from aforo.limits import SYMBOL_FILE_BYTES, SYMBOL_FILES
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
-from aforo.tools.symbols import definitions, mentions
+from aforo.tools.symbols import find_definitions, mentions
 from aforo.tools.workspace import root_of
 
 # Enough to show where a name is defined (a function overridden in a few classes), not a listing.
@@ -48,11 +49,12 @@ class Find:
 
 def report(root: Path, name: str, ctx: ToolContext) -> ToolOutput:
     """Find's answer for `name`: the definitions, then the uses that are not a definition's own line."""
-    sites = definitions(root, name, ctx)
+    found = find_definitions(root, name, ctx)
+    sites = found.items
     own = {(s.path, s.line) for s in sites}
-    uses, total = mentions(root, name, ctx, MAX_MENTIONS + len(own))
-    uses = [m for m in uses if (m.path, m.line) not in own][:MAX_MENTIONS]
-    total = max(len(uses), total - len(own))
+    used = mentions(root, name, ctx, MAX_MENTIONS + len(own))
+    uses = [m for m in used.items if (m.path, m.line) not in own][:MAX_MENTIONS]
+    lines = _lines(max(len(uses), used.total - len(own)), used.exact)
     out = []
     if sites:
         out.append(f"{name} is defined at:")
@@ -61,12 +63,18 @@ def report(root: Path, name: str, ctx: ToolContext) -> ToolOutput:
             out.append(f"({len(sites) - MAX_DEFINITIONS} more definitions not shown)")
     else:
         out.append(f"No Python definition of {name} found.")
+    if found.unparsed:
+        limits = f"the limits {SYMBOL_FILES.name} and {SYMBOL_FILE_BYTES.name}"
+        out.append(f"({found.unparsed} more files that may define it were not parsed: {limits})")
     if uses:
-        more = f", {len(uses)} shown" if total > len(uses) else ""
-        out.append(f"{name} is used in {total} line{'' if total == 1 else 's'}{more}:")
+        more = f", {len(uses)} shown" if used.total - len(own) > len(uses) else ""
+        out.append(f"{name} is used in {lines}{more}:")
         out += [m.cite() for m in uses]
     elif not sites:
         out[-1] = f"{name} is neither defined nor used in the workspace (searched as a whole word)."
     defined = ", ".join(f"{s.path}:{s.line}" for s in sites[:MAX_DEFINITIONS]) or "no Python definition"
-    facts = f"Find {name}: defined at {defined}; used in {total} line{'' if total == 1 else 's'}"
-    return ToolOutput("\n".join(out), facts=facts)
+    return ToolOutput("\n".join(out), facts=f"Find {name}: defined at {defined}; used in {lines}")
+
+
+def _lines(count: int, exact: bool) -> str:
+    return f"{'' if exact else 'at least '}{count} line{'' if count == 1 else 's'}"

@@ -231,7 +231,7 @@ def _where_named(root: Path, name: str, ctx: ToolContext) -> str:
     """`. The name hashlib is used at a.py:3: import hashlib` (definitions first), or ""."""
     sites = [s.cite() for s in definitions(root, name, ctx)[:_SUGGESTIONS]]
     own = {c.split(": ", 1)[0] for c in sites}
-    uses, _ = mentions(root, name, ctx, _SUGGESTIONS + len(sites))
+    uses = mentions(root, name, ctx, _SUGGESTIONS + len(sites)).items
     cited = [m.cite() for m in uses if f"{m.path}:{m.line}" not in own][: _SUGGESTIONS - len(sites) or 1]
     parts = []
     if sites:

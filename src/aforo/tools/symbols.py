@@ -20,6 +20,7 @@ import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Generic, TypeVar
 
 from aforo.limits import SYMBOL_FILE_BYTES, SYMBOL_FILES
 from aforo.protocols import ToolContext
@@ -31,6 +32,7 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 _SIGNATURE_CHARS = 160
 _MENTION_CHARS = 160
 _CACHED_FILES = 512
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -108,35 +110,50 @@ def _cached(real: str, shown: str, mtime_ns: int, size: int) -> tuple[Site, ...]
     return tuple(outline(data.decode("utf-8", errors="replace"), shown) or ())
 
 
+@dataclass(frozen=True)
+class Found(Generic[T]):
+    """What a lookup found, and what it could not look at: files past `symbol_files`, or larger than
+    `symbol_file_bytes`, that look like they define the name."""
+
+    items: list[T]
+    total: int  # mentions: how many lines in all (at least, when not exact)
+    exact: bool = True
+    unparsed: int = 0
+
+
 def definitions(root: Path, name: str, ctx: ToolContext) -> list[Site]:
     """Every definition of `name` (`group`, or qualified: `Group.command`) in the workspace's Python files
-    that rg would search, in path order. At most `symbol_files` files are parsed."""
+    that rg would search, in path order."""
+    return find_definitions(root, name, ctx).items
+
+
+def find_definitions(root: Path, name: str, ctx: ToolContext) -> Found[Site]:
+    """`definitions`, saying how many candidate files were not parsed (at most `symbol_files` are)."""
     short = name.rsplit(".", 1)[-1]
     if not short.isidentifier():
-        return []
-    found = []
-    for rel in sorted(_files_defining(root, short, ctx))[: int(SYMBOL_FILES.value)]:
-        for site in file_sites(root / rel, show(rel), ctx):
+        return Found([], 0)
+    candidates = sorted(_files_defining(root, short, ctx))
+    found: list[Site] = []
+    unparsed = max(0, len(candidates) - int(SYMBOL_FILES.value))
+    for rel in candidates[: int(SYMBOL_FILES.value)]:
+        sites = file_sites(root / rel, show(rel), ctx)
+        if not sites and _too_big(root / rel):
+            unparsed += 1
+        for site in sites:
             if site.name == name or (
                 site.short == name if "." not in name else site.name.endswith("." + name)
             ):
                 found.append(site)
-    return found
+    return Found(found, len(found), unparsed=unparsed)
 
 
-def mentions(root: Path, name: str, ctx: ToolContext, limit: int) -> tuple[list[Mention], int]:
+def mentions(root: Path, name: str, ctx: ToolContext, limit: int) -> Found[Mention]:
     """The first `limit` lines that use `name` as a whole word (any text file rg searches), in path
-    order, and how many there are in all (counted up to a bound; see `ripgrep`)."""
+    order, and how many there are in all (counted up to a hundred times `limit`: then not exact)."""
     word = name.rsplit(".", 1)[-1]
     argv = ["--null", "--sort", "path", "--line-number", "--with-filename", "--no-heading"]
-    argv += [
-        "--max-columns",
-        str(_MENTION_CHARS),
-        "--max-columns-preview",
-        "--word-regexp",
-        "--fixed-strings",
-    ]
-    argv += ["-e", word, "--", "."]
+    argv += ["--max-columns", str(_MENTION_CHARS), "--max-columns-preview"]
+    argv += ["--word-regexp", "--fixed-strings", "-e", word, "--", "."]
     shown: list[Mention] = []
     total = 0
     with ripgrep.RgProcess(argv, root, ctx) as proc:
@@ -152,8 +169,15 @@ def mentions(root: Path, name: str, ctx: ToolContext, limit: int) -> tuple[list[
                 shown.append(Mention(path, int(number), line))
             elif total > limit * 100:
                 proc.stop()
-    proc.finish()
-    return shown, total
+    outcome = proc.finish()
+    return Found(shown, total, exact=not outcome.stopped_early)
+
+
+def _too_big(path: Path) -> bool:
+    try:
+        return path.stat().st_size > SYMBOL_FILE_BYTES.value
+    except OSError:
+        return False
 
 
 def _files_defining(root: Path, word: str, ctx: ToolContext) -> list[str]:
