@@ -303,3 +303,11 @@ def test_uses_past_a_hundred_times_the_shown_are_counted_as_at_least(ws: Path) -
     used = mentions(ws, "group", ctx(ws), limit=2)
     assert not used.exact and used.total > 200
     assert "group is used in at least " in Find().run({"name": "group"}, ctx(ws)).content
+
+
+@pytest.mark.parametrize("spelled", ["Shape.area", "area()", "`area`", "area.py:3"])
+def test_a_qualified_or_called_name_read_as_a_path_is_answered_with_its_definition(
+    ws: Path, spelled: str
+) -> None:
+    out = default_registry(ws).execute("Read", {"file_path": spelled})
+    assert out.is_error and "is defined at pkg/shapes.py:11: def area(self) -> float:" in out.content

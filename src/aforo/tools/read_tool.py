@@ -37,7 +37,7 @@ from aforo.tools import long_file, ripgrep
 from aforo.tools.deadline import check
 from aforo.tools.names import show
 from aforo.tools.outline import outline
-from aforo.tools.symbols import definitions, file_sites, is_python, mentions
+from aforo.tools.symbols import PYTHON_SUFFIXES, definitions, file_sites, is_python, mentions
 from aforo.tools.workspace import open_regular, relative, resolve, root_of
 
 DEFAULT_LIMIT = 2000
@@ -221,10 +221,22 @@ def _not_found(root: Path, shown_path: str, ctx: ToolContext) -> str:
     stems = {PurePosixPath(f).stem: f for f in sorted(files)}
     close = difflib.get_close_matches(wanted.stem, list(stems), n=_SUGGESTIONS, cutoff=0.6)
     found = list(dict.fromkeys([*by_name, *(stems[s] for s in close)]))[:_SUGGESTIONS]
-    named = _where_named(root, wanted.stem, ctx) if wanted.stem.isidentifier() else ""
+    name = _as_name(wanted.name, files)
+    named = _where_named(root, name, ctx) if name else ""
     if not found:
         return f"{shown_path} does not exist{named or '; use Glob or LS to find the right path'}"
     return f"{shown_path} does not exist{named}. Files with a like name: {', '.join(show(f) for f in found)}"
+
+
+def _as_name(spelled: str, files: set[str]) -> str | None:
+    """The name of code a path that is no file may be: `hashlib` for `hashlib.py:3`, `Client.send` and
+    `group()` as they are; None when it cannot be one."""
+    lines = _LINES.match(spelled)
+    text = (lines["path"] if lines else spelled).strip("`'\"").removesuffix("()")
+    suffix = PurePosixPath(text).suffix
+    if suffix and suffix in {*PYTHON_SUFFIXES, *(PurePosixPath(f).suffix for f in files)}:
+        text = PurePosixPath(text).stem
+    return text if all(part.isidentifier() for part in text.split(".")) else None
 
 
 def _where_named(root: Path, name: str, ctx: ToolContext) -> str:
