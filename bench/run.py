@@ -13,6 +13,7 @@ BENCHES = (
     "redaction.py",
     "textcalls.py",
     "tools.py",
+    "symbols.py",
     "faults_memory.py",
 )
 

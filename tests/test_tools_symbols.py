@@ -196,7 +196,7 @@ def long_module(functions: int) -> str:
 
 
 def test_a_long_python_file_shows_its_outline_and_the_definition_the_question_names(ws: Path) -> None:
-    source = long_module(100)
+    source = long_module(200)
     (ws / "big.py").write_text(source)
     line = source.splitlines().index("def group(name=None):") + 1
     out = read(ws, "big.py", max_chars=3000, question="Where is the group decorator defined?")

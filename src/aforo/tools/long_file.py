@@ -52,10 +52,11 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
     )
     regions = [(s.start, min(s.end, s.start + REGION_LINES - 1), s.name) for s in named]
     regions = regions or _mentioned(lines, question)
-    # The outline gets at most half of what is left when a region needs the rest.
+    # The regions get what they need, up to half of what is left; the outline the rest.
     room = budget - len(head) - 1 - _NOTE_ROOM
+    wanted_room = sum(_size(lines, first, last) for first, last, _ in regions)
     listing = [f"{s.line}\t{'    ' * s.depth}{s.signature}" for s in listed]
-    outline_lines, left_out = _fit(listing, room // 2 if regions else room)
+    outline_lines, left_out = _fit(listing, room - min(wanted_room, room // 2))
     out = [head, *outline_lines]
     if left_out:
         out.append(f"({left_out} more definitions not shown; Find NAME tells where one is)")
@@ -104,6 +105,11 @@ def _mentioned(lines: list[str], question: str) -> list[tuple[int, int, str]]:
                 found.append((max(1, number - _AROUND), min(len(lines), number + _AROUND), f"{word} is used"))
                 break
     return found[:_MAX_REGIONS]
+
+
+def _size(lines: list[str], first: int, last: int) -> int:
+    """About what a region of lines takes shown: its lines, their numbers, its heading and pointer."""
+    return sum(len(_cut(line)) + 8 for line in lines[first - 1 : last]) + 120
 
 
 def _fit(lines: list[str], budget: int) -> tuple[list[str], int]:
