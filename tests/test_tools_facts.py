@@ -1,14 +1,18 @@
-"""What the tools know exactly stays when a result's body is cleared: ten files compared in a 4 096 window."""
+"""What the tools know exactly stays when a result's body is cleared or compacted: ten files compared in a
+4 096 window."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from aforo.context.compaction import compacted_message, newest_evidence
+from aforo.context.ledger import COMPACTED_HEADER, build_ledger
 from aforo.context.stages import clear_old_results
+from aforo.context.tokens import estimate_text
 from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse, block_from_dict, block_to_dict
 from aforo.providers.fake import FakeProvider, FakeTurn
-from support.scenario import make_agent
+from support.scenario import is_summary_request, make_agent
 
 QUESTION = "Read all ten files mod00.py to mod09.py. Which is the longest?"
 
@@ -71,3 +75,69 @@ def test_the_longest_of_ten_files_is_answerable_from_all_ten_in_a_4096_window(tm
             assert re.search(rf"\[{re.escape(name)}: {count} lines\b", shown[0].content), shown[0].content
         else:
             assert f"# {name}" in shown[0].content and shown[0].content.count("\n") == count - 1
+
+
+def test_ten_files_read_at_once_keep_their_counts_through_the_compaction_in_4096_tokens(
+    tmp_path: Path,
+) -> None:
+    # A small model copies the file list into one read; ten results at the cap do not fit, and the ones
+    # it has not read cannot be cleared, so the conversation is compacted: the counts stay beside the
+    # evidence list whatever the summary says.
+    lines = {f"notes{i:02d}.md": 80 + (i * 7) % 10 * 5 for i in range(10)}
+    for name, count in lines.items():
+        (tmp_path / name).write_text("".join(f"Entry {n} of the notes in {name}.\n" for n in range(count)))
+    answering: list[Request] = []
+
+    def respond(request: Request) -> FakeTurn:
+        if is_summary_request(request):
+            return FakeTurn("Goal: the longest notes file. Next action: answer.")
+        if request.max_tokens > 1 and request.messages[0].text.startswith(COMPACTED_HEADER):
+            answering.append(request)
+            return FakeTurn("done")
+        return FakeTurn("", [("Read", {"file_path": n}) for n in sorted(lines)])
+
+    agent, rec, _ = make_agent(tmp_path, FakeProvider(respond), window=4096)
+    assert agent.run("Read the ten notes files. Which is the longest?").reason == "end_turn"
+    assert [e.action for e in rec.of("context")] == ["compacted"]
+    compacted = answering[-1].messages[0].text
+    for name, count in lines.items():
+        assert f"- <evidence>Read {name}</evidence> ({name}: {count} lines)" in compacted
+
+
+def test_facts_beside_the_evidence_survive_a_second_compaction() -> None:
+    first = build_ledger(
+        [
+            Message.user("Compare a.py and b.py."),
+            Message("assistant", (ToolUse("r1", "Read", {"file_path": "a.py"}),)),
+            Message("user", (ToolResult("r1", "x\n" * 12, facts="a.py: 12 lines"),)),
+        ]
+    )
+    compacted = compacted_message(first, "Goal: compare.", "cp-1")
+    again = build_ledger(
+        [
+            compacted,
+            Message("assistant", (ToolUse("r2", "Read", {"file_path": "b.py"}),)),
+            Message("user", (ToolResult("r2", "y\n" * 7, facts="b.py: 7 lines"),)),
+        ]
+    )
+    text = compacted_message(again, "Goal: compare.", "cp-2").text
+    assert "- <evidence>Read a.py</evidence> (a.py: 12 lines)" in text
+    assert "- <evidence>Read b.py</evidence> (b.py: 7 lines)" in text
+
+
+def test_facts_take_only_the_room_the_evidence_sources_leave() -> None:
+    uses = [ToolUse(f"r{i}", "Read", {"file_path": f"f{i}.py"}) for i in range(3)]
+    messages = [Message.user("Compare the files.")]
+    for use in uses:
+        facts = f"{use.input['file_path']}: {10 + int(use.id[1:])} lines; 1 function: something_long_enough"
+        messages += [Message("assistant", (use,)), Message("user", (ToolResult(use.id, "x", facts=facts),))]
+    ledger = build_ledger(messages)
+    bare = [f"- <evidence>Read f{i}.py</evidence>" for i in range(3)]
+    room = sum(estimate_text(line + "\n") for line in bare)
+    # Room for the sources alone: every source, no facts (before, a source was never left out).
+    assert newest_evidence(ledger, room) == (bare, 0)
+    # Room for one line's facts more: the newest gets them.
+    full = newest_evidence(ledger, None)[0]
+    lines, left_out = newest_evidence(ledger, room + estimate_text(full[2]) - estimate_text(bare[2]))
+    assert left_out == 0 and lines[:2] == bare[:2] and lines[2].startswith(bare[2] + " (f2.py: 12 lines;")
+    assert all("lines;" in line for line in full)
