@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from aforo import steps
+from aforo.cli.mentions import attach
+from aforo.context.stages import Cap
 from aforo.limits import SYMBOL_FILES
 from aforo.protocols import ToolContext
 from aforo.tools import Find, Read, read_tool, symbols
@@ -311,3 +313,11 @@ def test_a_qualified_or_called_name_read_as_a_path_is_answered_with_its_definiti
 ) -> None:
     out = default_registry(ws).execute("Read", {"file_path": spelled})
     assert out.is_error and "is defined at pkg/shapes.py:11: def area(self) -> float:" in out.content
+
+
+def test_a_long_file_mentioned_with_at_shows_what_the_prompt_names(ws: Path) -> None:
+    (ws / "big.py").write_text(long_module(200))
+    cap = Cap(500)  # about 2 000 characters: the file is ten times that
+    attached = attach("what does group in @big.py return?", default_registry(ws), cap, (), lambda event: None)
+    result = attached.messages[-1].tool_results[0].content
+    assert "too long to show whole" in result and '"GROUP-BODY"' in result
