@@ -321,3 +321,26 @@ def test_a_long_file_mentioned_with_at_shows_what_the_prompt_names(ws: Path) -> 
     attached = attach("what does group in @big.py return?", default_registry(ws), cap, (), lambda event: None)
     result = attached.messages[-1].tool_results[0].content
     assert "too long to show whole" in result and '"GROUP-BODY"' in result
+
+
+def test_a_long_text_file_shows_its_head_and_the_lines_the_question_names(ws: Path) -> None:
+    body = [f"const filler{n} = {n};" for n in range(600)]
+    body[450] = "const retryDelay = 250; // RETRY-LINE"
+    (ws / "client.js").write_text("\n".join(body) + "\n")
+    out = read(ws, "client.js", max_chars=1500, question="What is the default retryDelay?")
+    assert out.startswith("(client.js: 600 lines, too long to show whole. Its first lines")
+    assert "1\tconst filler0 = 0;" in out and "451\tconst retryDelay = 250; // RETRY-LINE" in out
+    assert "(lines 448-454: retryDelay is used)" in out and len(out) <= 1500
+    # No word only code has: the head, as before.
+    plain = read(ws, "client.js", max_chars=1500, question="What does this file do?")
+    assert plain.startswith("1\tconst filler0 = 0;") and "RETRY-LINE" not in plain
+
+
+@pytest.mark.parametrize(
+    "question", ["Which TODO is in client.js?", "Is the JSON valid?", "What does it do?"]
+)
+def test_a_long_text_file_keeps_its_head_for_a_question_in_prose(ws: Path, question: str) -> None:
+    body = [f"line {n} of prose" for n in range(600)]
+    body[450] = "TODO: JSON it"
+    (ws / "notes.txt").write_text("\n".join(body) + "\n")
+    assert read(ws, "notes.txt", max_chars=1500, question=question).startswith("1\tline 0 of prose")

@@ -46,7 +46,10 @@ JSON_DEPTH = limit("json_depth", 64, "levels", "nesting of JSON from servers, te
 TOOL_SECONDS = limit("tool_seconds", 30, "seconds", "wall time of one tool call")
 READ_BYTES = limit("read_bytes", 256 * MiB, "bytes", "file bytes one Read call scans")
 SYMBOL_FILE_BYTES = limit(
-    "symbol_file_bytes", 2 * MiB, "bytes", "a Python file parsed for its definitions (Find, Read's outline)"
+    "symbol_file_bytes",
+    2 * MiB,
+    "bytes",
+    "a file Read shows by its definitions or the question's names, or Find parses",
 )
 SYMBOL_FILES = limit("symbol_files", 200, "files", "files parsed for the definitions of one name (Find)")
 AGENTS_MD_BYTES = limit("agents_md_bytes", 16_000, "bytes", "AGENTS.md bytes put in the system prompt")

@@ -1,10 +1,12 @@
-"""A Python file too long for one result, shown as what it defines plus the lines the question names.
+"""A file too long for one result, shown as what it defines plus the lines the question names.
 
 Cut to its head, a long file hides its answer: on a real package the definition a question asked for sat
 at line 263 of a file Read cut at line 137, and the model never saw it. So Read shows such a file as
 its outline (each class, function and top-level constant with its line number, methods indented
 under their class) and then the definitions whose names the run's question spells, a few dozen lines
-each, within the same budget; it says what it left out and how to read it (`Read path:N-M`).
+each, within the same budget; it says what it left out and how to read it (`Read path:N-M`). A file of
+another language has no outline here (no syntax tree): its first lines, then the lines around the
+first uses of the question's code words.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ _AROUND = 3  # lines shown either side of a line that mentions a name of the que
 _MAX_LINE_CHARS = 240
 _NOTE_ROOM = 80  # for the line that says how many definitions the outline left out
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[a-z][A-Z]")
 
 
 def question_names(question: str) -> set[str]:
@@ -60,6 +63,34 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
     out = [head, *outline_lines]
     if left_out:
         out.append(f"({left_out} more definitions not shown; Find NAME tells where one is)")
+    return _with_regions(out, lines, regions, shown_path, budget), facts
+
+
+def text_view(shown_path: str, source: str, question: str, budget: int) -> tuple[str, str] | None:
+    """A long file of any other text: its first lines, then the lines around the first uses of the
+    question's code words (`help_formatter`, `maxRetries`, a quoted name); None when it has none."""
+    lines = source.splitlines()
+    regions = _mentioned(lines, question)
+    if not regions:
+        return None
+    head = (
+        f"({shown_path}: {len(lines)} lines, too long to show whole. Its first lines, then the lines your "
+        f"question names; Read {shown_path}:N-M for lines N to M.)"
+    )
+    room = budget - len(head) - 1
+    wanted_room = sum(_size(lines, first, last) for first, last, _ in regions)
+    start, _ = _fit(
+        [f"{n}\t{_cut(line)}" for n, line in enumerate(lines, start=1)], room - min(wanted_room, room // 2)
+    )
+    return _with_regions(
+        [head, *start], lines, regions, shown_path, budget
+    ), f"{shown_path}: {len(lines)} lines"
+
+
+def _with_regions(
+    out: list[str], lines: list[str], regions: list[tuple[int, int, str]], shown_path: str, budget: int
+) -> str:
+    """`out`, then each region's lines as far as `budget` goes, and where to read what did not fit."""
     size = sum(len(line) + 1 for line in out)
     for first, last, why in regions:
         pointer = f"({why}: Read {shown_path}:{first}-{last})"
@@ -73,7 +104,7 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
             block.append(pointer)
         out += block
         size += sum(len(line) + 1 for line in block)
-    return "\n".join(out), facts
+    return "\n".join(out)
 
 
 def _rank(wanted: set[str]) -> Callable[[Site], tuple[int, bool]]:
@@ -87,11 +118,10 @@ def _rank(wanted: set[str]) -> Callable[[Site], tuple[int, bool]]:
 
 
 def _code_words(question: str) -> list[str]:
-    """Words that can only be code: with an underscore, a capital after the first letter, or in backticks."""
+    """Words that can only be code: with an underscore inside, camelCase, or in backquotes. Not a word in
+    capitals (JSON, TODO, a task's key): prose has them too."""
     quoted = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_.]*)`", question))
-    marked = {
-        w for w in _IDENTIFIER.findall(question) if "_" in w.strip("_") or any(c.isupper() for c in w[1:])
-    }
+    marked = {w for w in _IDENTIFIER.findall(question) if "_" in w.strip("_") or _CAMEL.search(w)}
     return sorted(quoted | marked)
 
 

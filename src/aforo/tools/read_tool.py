@@ -198,12 +198,13 @@ def _symbol(target: _Target, shown_path: str, ctx: ToolContext) -> _Target:
 
 
 def _long(f: BinaryIO, size: int, shown_path: str, ctx: ToolContext) -> ToolOutput | None:
-    """A Python file too long for one result, as what it defines and the definitions the question names;
-    None for any other file (then read from the start, `f` rewound)."""
+    """A file too long for one result, as what it defines (Python) and the lines the question names; None
+    when there is nothing to show but its head (then read from the start, `f` rewound)."""
     cap = ctx.max_chars
-    if not cap or not cap * OUTLINE_PAST < size <= SYMBOL_FILE_BYTES.value or not is_python(shown_path):
+    if not cap or not cap * OUTLINE_PAST < size <= SYMBOL_FILE_BYTES.value:
         return None
-    shown = long_file.view(shown_path, f.read().decode("utf-8", errors="replace"), ctx.question, cap)
+    view = long_file.view if is_python(shown_path) else long_file.text_view
+    shown = view(shown_path, f.read().decode("utf-8", errors="replace"), ctx.question, cap)
     f.seek(0)
     if shown is None:
         return None
