@@ -8,7 +8,10 @@ at least every `NUMBER_EVERY` lines, which costs +4 %; a line between two number
 one above it.
 
 A whole Python file starts with its top-level functions and classes, named and counted
-(`tools/outline.py`): a small model can neither count them nor pick them out, and the tool can.
+(`tools/outline.py`): a small model can neither count them nor pick them out, and the tool can. A file
+too long for one result is shown as its outline and the lines the question names (`tools/long_file.py`);
+`file_path` may name lines or a definition, and a name that is no file is looked up
+(`tools/read_target.py`).
 
 Only what is shown is decoded. The lines before `offset` are skipped by counting newlines in large
 chunks, and the lines after the window are counted the same way, to tell the model how to read on.
@@ -21,37 +24,29 @@ a FIFO or a device would block or never end.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from aforo.errors import LimitExceeded, ToolError
 from aforo.limits import READ_BYTES, SYMBOL_FILE_BYTES
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
-from aforo.tools import long_file, ripgrep
+from aforo.tools import long_file
 from aforo.tools.deadline import check
-from aforo.tools.names import show
 from aforo.tools.outline import outline
-from aforo.tools.symbols import PYTHON_SUFFIXES, definitions, file_sites, is_python, mentions
+from aforo.tools.read_target import Locator, Target, definition, named, not_found
+from aforo.tools.symbols import is_python
 from aforo.tools.workspace import open_regular, relative, resolve, root_of
 
 DEFAULT_LIMIT = 2000
-# `path:N` shows line N with a few lines before it and the rest of a short function after it.
-LINES_BEFORE = 5
-LINES_AROUND = 40
-_LINES = re.compile(r"^(?P<path>.+?):(?P<first>\d+)(?:-(?P<last>\d+))?$")
-_LISTED_NAMES = 24
 # A whole Python file past this many caps is shown as its outline; one not much longer than the cap
 # loses less to the cut (its head and tail kept, a third of it gone at most) than to an outline.
 OUTLINE_PAST = 1.5
 NUMBER_EVERY = 10
 _LOOKS_NUMBERED = re.compile(r"\d+\t")
-_SUGGESTIONS = 5
 MAX_LINE_CHARS = 2000
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8
 _SNIFF_BYTES = 8192
@@ -88,13 +83,13 @@ class Read:
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         root = root_of(ctx.workspace)
         spelled = str(args["file_path"])
-        target = _target(_Locator(ctx), spelled)
+        target = named(Locator(ctx), spelled)
         if target is None:
-            raise ToolError(_not_found(root, relative(root, resolve(ctx.workspace, spelled)), ctx))
+            raise ToolError(not_found(root, relative(root, resolve(ctx.workspace, spelled)), ctx))
         path = target.path
         shown_path = relative(root, path)
         if target.symbol is not None:
-            target = _symbol(target, shown_path, ctx)
+            target = definition(target, shown_path, ctx)
         output = self._read(args, ctx, target, shown_path)
         if "/" not in target.spelled and "/" in shown_path:
             # Found by its name alone: say where, so the model cites the right path.
@@ -103,7 +98,7 @@ class Read:
             )
         return output
 
-    def _read(self, args: dict[str, Any], ctx: ToolContext, target: _Target, shown_path: str) -> ToolOutput:
+    def _read(self, args: dict[str, Any], ctx: ToolContext, target: Target, shown_path: str) -> ToolOutput:
         path = target.path
         given_offset, given_limit = args.get("offset") or target.first, args.get("limit") or target.count
         offset = int(given_offset or 1)
@@ -130,73 +125,6 @@ class Read:
             return _render(source, shown_path, offset, limit, ctx.max_chars)
 
 
-@dataclass(frozen=True)
-class _Target:
-    """What `file_path` asks for: a file, and maybe its lines (`a.py:10-30`) or one definition (`a.py#f`)."""
-
-    path: Path
-    spelled: str  # the file as the model named it
-    first: int | None = None
-    count: int | None = None
-    symbol: str | None = None
-
-
-class _Locator:
-    """A file as spelled, else the one file of the workspace with that name when the spelling has no
-    directory: small models drop it (`shapes.py` for `pkg/shapes.py`)."""
-
-    def __init__(self, ctx: ToolContext) -> None:
-        self._ctx = ctx
-        self._files: list[str] | None = None
-
-    def __call__(self, spelled: str) -> Path | None:
-        path = resolve(self._ctx.workspace, spelled)
-        if os.path.lexists(path):
-            return path
-        if "/" in spelled or not spelled.strip():
-            return None
-        if self._files is None:
-            self._files = sorted(ripgrep.list_files(root_of(self._ctx.workspace), self._ctx))
-        named = [f for f in self._files if PurePosixPath(f).name == spelled]
-        return resolve(self._ctx.workspace, show(named[0])) if len(named) == 1 else None
-
-
-def _target(locate: _Locator, spelled: str) -> _Target | None:
-    """The file and the part of it `spelled` names, None when there is no such file; a file whose name
-    holds ':' or '#' is read whole."""
-    if path := locate(spelled):
-        return _Target(path, spelled)
-    base, hash_sign, symbol = spelled.rpartition("#")
-    if hash_sign and base and symbol and (within := locate(base)):
-        return _Target(within, base, symbol=symbol.strip())
-    lines = _LINES.match(spelled)
-    if lines and (within := locate(lines["path"])):
-        first = max(1, int(lines["first"]))
-        if lines["last"] is None:
-            # One line, as a citation names it: shown with the lines around it.
-            return _Target(within, lines["path"], max(1, first - LINES_BEFORE), LINES_AROUND)
-        last = max(1, int(lines["last"]))
-        return _Target(within, lines["path"], min(first, last), abs(last - first) + 1)
-    return None
-
-
-def _symbol(target: _Target, shown_path: str, ctx: ToolContext) -> _Target:
-    """The lines of the definition `target.symbol` names (`parse`, `Client.send`), decorators included."""
-    if not is_python(shown_path):
-        raise ToolError(
-            f"{shown_path}#NAME reads a definition of a Python file; Grep finds a name in other files"
-        )
-    sites = file_sites(target.path, shown_path, ctx)
-    name = target.symbol or ""
-    matches = [s for s in sites if s.name == name] or [s for s in sites if s.short == name.rsplit(".", 1)[-1]]
-    if not matches:
-        top = [s.name for s in sites if s.depth == 0][:_LISTED_NAMES]
-        defines = f"; it defines {', '.join(top)}" if top else ""
-        raise ToolError(f"{shown_path} defines no {name!r}{defines}. Find {name} looks in every file")
-    site = matches[0]
-    return dataclasses.replace(target, first=site.start, count=site.end - site.start + 1)
-
-
 def _long(f: BinaryIO, size: int, shown_path: str, ctx: ToolContext) -> ToolOutput | None:
     """A file too long for one result, as what it defines (Python) and the lines the question names; None
     when there is nothing to show but its head (then read from the start, `f` rewound)."""
@@ -210,48 +138,6 @@ def _long(f: BinaryIO, size: int, shown_path: str, ctx: ToolContext) -> ToolOutp
         return None
     text, facts = shown
     return ToolOutput(text, facts=facts)
-
-
-def _not_found(root: Path, shown_path: str, ctx: ToolContext) -> str:
-    """Why the file is not there, with the workspace's files of a like name: a small model guesses
-    paths (`stopwords.txt` for `wordfreq/stopwords.py`) and goes on from a named candidate. A name
-    given as a path (`hashlib.py`, `help_formatter`) gets where it is defined or used."""
-    wanted = PurePosixPath(shown_path)
-    files = ripgrep.list_files(root, ctx)
-    by_name = sorted(f for f in files if PurePosixPath(f).name == wanted.name)
-    stems = {PurePosixPath(f).stem: f for f in sorted(files)}
-    close = difflib.get_close_matches(wanted.stem, list(stems), n=_SUGGESTIONS, cutoff=0.6)
-    found = list(dict.fromkeys([*by_name, *(stems[s] for s in close)]))[:_SUGGESTIONS]
-    name = _as_name(wanted.name, files)
-    named = _where_named(root, name, ctx) if name else ""
-    if not found:
-        return f"{shown_path} does not exist{named or '; use Glob or LS to find the right path'}"
-    return f"{shown_path} does not exist{named}. Files with a like name: {', '.join(show(f) for f in found)}"
-
-
-def _as_name(spelled: str, files: set[str]) -> str | None:
-    """The name of code a path that is no file may be: `hashlib` for `hashlib.py:3`, `Client.send` and
-    `group()` as they are; None when it cannot be one."""
-    lines = _LINES.match(spelled)
-    text = (lines["path"] if lines else spelled).strip("`'\"").removesuffix("()")
-    suffix = PurePosixPath(text).suffix
-    if suffix and suffix in {*PYTHON_SUFFIXES, *(PurePosixPath(f).suffix for f in files)}:
-        text = PurePosixPath(text).stem
-    return text if all(part.isidentifier() for part in text.split(".")) else None
-
-
-def _where_named(root: Path, name: str, ctx: ToolContext) -> str:
-    """`. The name hashlib is used at a.py:3: import hashlib` (definitions first), or ""."""
-    sites = [s.cite() for s in definitions(root, name, ctx)[:_SUGGESTIONS]]
-    own = {c.split(": ", 1)[0] for c in sites}
-    uses = mentions(root, name, ctx, _SUGGESTIONS + len(sites)).items
-    cited = [m.cite() for m in uses if f"{m.path}:{m.line}" not in own][: _SUGGESTIONS - len(sites) or 1]
-    parts = []
-    if sites:
-        parts.append(f"the name {name} is defined at {'; '.join(sites)}")
-    if cited:
-        parts.append(f"{'it' if sites else f'the name {name}'} is used at {'; '.join(cited)}")
-    return f". As a name: {', and '.join(parts)}" if parts else ""
 
 
 class _Source:
