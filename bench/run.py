@@ -14,6 +14,7 @@ BENCHES = (
     "textcalls.py",
     "held_text.py",
     "tools.py",
+    "symbols.py",
     "faults_memory.py",
     "repomap.py",
 )

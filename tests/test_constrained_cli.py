@@ -147,7 +147,7 @@ def test_a_server_that_refuses_the_schema_gets_tool_definitions_with_one_warning
     assert "It is beta.py." in run.out
     chats = [b for b in bodies if b.get("max_tokens") != 1]
     assert ["response_format" in b for b in chats] == [True, False]
-    assert [t["function"]["name"] for t in chats[1]["tools"]] == ["Read", "Grep", "Glob", "LS"]
+    assert [t["function"]["name"] for t in chats[1]["tools"]] == ["Read", "Find", "Grep", "Glob", "LS"]
 
 
 def test_tool_mode_native_sends_lean_definitions_in_a_small_window(tmp_path: Path) -> None:

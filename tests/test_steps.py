@@ -51,6 +51,8 @@ def test_the_reply_format_names_each_tool_once_and_does_not_change_when_only_the
     assert text.splitlines() == [
         "Reply with one JSON object:",
         '{"read": ["file_path", ...]} Read files with line numbers, all you need at once.',
+        '{"find": ["name", ...]} Find where a name (function, class, variable) is defined and used, as '
+        "path:line, all you need at once.",
         '{"grep": "pattern"} Search file contents for a regex (ripgrep, skipping .gitignored files).',
         "{\"glob\": \"pattern\"} Find files by name ('*.py', 'src/**/test_*.py'), newest first, skipping "
         ".gitignored files.",

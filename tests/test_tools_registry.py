@@ -55,7 +55,7 @@ def registry(tmp_path: Path, probe: Probe) -> ToolRegistry:
 
 def test_default_registry_specs_and_names(tmp_path: Path) -> None:
     reg = default_registry(tmp_path)
-    assert reg.names == frozenset({"Glob", "Grep", "Read", "LS"})
+    assert reg.names == frozenset({"Glob", "Grep", "Read", "Find", "LS"})
     for spec in reg.specs:
         assert spec.input_schema["type"] == "object"
         assert spec.input_schema["additionalProperties"] is False
@@ -184,7 +184,7 @@ def test_outside_path_through_the_registry(tmp_path: Path) -> None:
 def test_end_to_end_read_through_the_registry(tmp_path: Path) -> None:
     (tmp_path / "notes.md").write_text("hello\n")
     out = default_registry(tmp_path).execute("Read", '{"file_path": "notes.md"}')
-    assert out == ToolOutput("1\thello")
+    assert out == ToolOutput("1\thello", facts="notes.md: 1 line")
 
 
 # --- deadline and cancel ----------------------------------------------------------------------------

@@ -136,6 +136,17 @@ def test_grep_modes(ws: Path) -> None:
     assert count.splitlines() == ["src/pkg/util.py:2", "(2 matches in 1 files)"]
 
 
+def test_grep_gives_its_facts_in_each_mode(ws: Path) -> None:
+    # The line that stays in the conversation when the result's body is cleared.
+    assert grep(ws, pattern="needle").facts == "Grep 'needle' in .: 3 matching lines"
+    files = grep(ws, pattern="needle", path="src", output_mode="files_with_matches")
+    assert files.facts == "Grep 'needle' in src: 2 files match"
+    count = grep(ws, pattern="e", path="src/pkg", output_mode="count")
+    assert count.facts == "Grep 'e' in src/pkg: 2 matches in 1 files"
+    near = grep(ws, pattern="NEEDLE", path="src/app.py", ignore_case=True, context=1)
+    assert near.facts == "Grep 'NEEDLE' in src/app.py: 2 lines, matches and context"
+
+
 def test_grep_single_file_ignore_case_and_context(ws: Path) -> None:
     out = grep(ws, pattern="NEEDLE", path="src/app.py", ignore_case=True, context=1).content
     assert out.splitlines() == ["src/app.py-1-def main():", "src/app.py:2:    return needle()"]

@@ -139,9 +139,11 @@ class Agent:
         _stop_if(cancel)
         reply = self._call(turn, cancel, run)
         _stop_if(cancel)
-        gov, only = self.governor, run.answer_only
+        gov, only, asked = self.governor, run.answer_only, run.question
         cap = gov.tool_cap()
-        batch = answer(reply, self.tools, gov.conversation, cap, self.emit, cancel, answer_only=only)
+        batch = answer(
+            reply, self.tools, gov.conversation, cap, self.emit, cancel, answer_only=only, question=asked
+        )
         run.tool_calls += batch.ran
         if batch.ran:
             return

@@ -53,6 +53,13 @@ JSON_INTEGER = limit(
 )
 TOOL_SECONDS = limit("tool_seconds", 30, "seconds", "wall time of one tool call")
 READ_BYTES = limit("read_bytes", 256 * MiB, "bytes", "file bytes one Read call scans")
+SYMBOL_FILE_BYTES = limit(
+    "symbol_file_bytes",
+    2 * MiB,
+    "bytes",
+    "a file Read shows by its definitions or the question's names, or Find parses",
+)
+SYMBOL_FILES = limit("symbol_files", 200, "files", "files parsed for the definitions of one name (Find)")
 AGENTS_MD_BYTES = limit("agents_md_bytes", 16_000, "bytes", "AGENTS.md bytes put in the system prompt")
 OVERVIEW_CHARS = limit(
     "overview_chars", 600, "characters", "the list of the workspace's files in the system prompt"

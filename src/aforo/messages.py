@@ -40,6 +40,8 @@ class ToolResult:
     content: str
     is_error: bool = False
     cleared: bool = False
+    # The tool's one-line summary of what it found (`a.py: 120 lines; defines f, g`), kept when cleared.
+    facts: str = ""
     type: Literal["tool_result"] = "tool_result"
 
 
@@ -226,6 +228,8 @@ def block_to_dict(block: Block) -> dict[str, Any]:
         out["is_error"] = True
     if block.cleared:
         out["cleared"] = True
+    if block.facts:
+        out["facts"] = block.facts
     return out
 
 
@@ -247,6 +251,7 @@ def block_from_dict(data: Any) -> Block:
                 str(data["content"]),
                 bool(data.get("is_error", False)),
                 bool(data.get("cleared", False)),
+                str(data.get("facts", "")),
             )
     except KeyError as exc:
         raise ValueError(f"{kind} block is missing the field {exc.args[0]!r}") from exc

@@ -32,6 +32,9 @@ class Provider(Protocol):
 class ToolOutput:
     content: str
     is_error: bool = False
+    # What the tool knows exactly about its result, in one line (`a.py: 120 lines; defines f, g`): it
+    # stays in the conversation when the result's body is cleared to save room.
+    facts: str = ""
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,8 @@ class ToolContext:
     cancel: threading.Event | None = None
     # time.monotonic() by which the call must end (the tool_seconds limit); None: no deadline.
     deadline: float | None = None
+    # The run's question, for a tool that shows the part of its result the question names.
+    question: str = ""
 
 
 class Tool(Protocol):

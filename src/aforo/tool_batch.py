@@ -69,6 +69,7 @@ def answer(
     cancel: threading.Event | None = None,
     *,
     answer_only: bool = False,
+    question: str = "",
 ) -> Batch:
     """Add the model's answer to the conversation and run the tools it calls.
 
@@ -83,7 +84,7 @@ def answer(
     for use in uses:
         emit(ToolStart(use.id, use.name, use.input))
     answered = answered_calls(conversation.messages[:-1])
-    outcomes = run_batch(tools, uses, cap=cap, answered=answered, cancel=cancel)
+    outcomes = run_batch(tools, uses, cap=cap, answered=answered, cancel=cancel, question=question)
     # Appended before the events are emitted: whoever persists on events saves the results too.
     conversation.append(Message("user", tuple(o.result for o in outcomes)))
     for o in outcomes:
@@ -165,6 +166,7 @@ def run_batch(
     cap: Cap,
     answered: dict[str, str] | None = None,
     cancel: threading.Event | None = None,
+    question: str = "",
 ) -> list[CallOutcome]:
     """`answered` holds calls already answered earlier in the conversation: a small model that loops
     on the same Read gets a pointer to the result it already has instead of the output again."""
@@ -178,7 +180,7 @@ def run_batch(
         started = time.monotonic()
         raw = use.input.get("_raw_arguments")
         args: str | dict[str, object] = raw if isinstance(raw, str) else use.input
-        output = tools.execute(use.name, args, max_chars=cap.chars, cancel=cancel)
+        output = tools.execute(use.name, args, max_chars=cap.chars, cancel=cancel, question=question)
         return output, (time.monotonic() - started) * 1000
 
     ran: dict[str, tuple[ToolOutput, float]] = {}
@@ -203,6 +205,6 @@ def run_batch(
             outcomes.append(CallOutcome(use, ToolResult(use.id, note, output.is_error), 0.0, False, error))
             continue
         capped = cap_text(output.content, cap.tokens, cap.ratio)
-        result = ToolResult(use.id, capped.content, output.is_error)
+        result = ToolResult(use.id, capped.content, output.is_error, facts=output.facts)
         outcomes.append(CallOutcome(use, result, round(ms, 1), capped.truncated, error))
     return outcomes

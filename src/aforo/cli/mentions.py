@@ -84,7 +84,7 @@ def attach(
     ids = (f"call_{n}" for n in count(len(taken) + 1) if f"call_{n}" not in taken)
     uses = [ToolUse(next(ids), "Read", {"file_path": path}) for path in paths]
     kept = []
-    for outcome in run_batch(tools, uses, cap=cap):
+    for outcome in run_batch(tools, uses, cap=cap, question=prompt):
         if outcome.result.is_error:
             notes.append(f"@{outcome.use.input['file_path']} was not attached ({outcome.result.content})")
             continue

@@ -29,6 +29,7 @@ from aforo.context.ledger import (
     SUMMARY_HEADER,
     Ledger,
     build_ledger,
+    evidence_line,
     is_compacted,
 )
 from aforo.context.overflow import EXACT_TOLERANCE, OVERFLOW_MIN_GROWTH_COMPACT, looks_truncated
@@ -36,6 +37,7 @@ from aforo.context.plan import Outcome, Plan, Room
 from aforo.context.tokens import Count, Sample, estimate_request, estimate_text
 from aforo.errors import CompactionError, ProviderError
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
+from aforo.records import Evidence
 
 SUMMARY_SYSTEM = """You compact the conversation of a read-only coding assistant so it can continue the \
 user's task in less context. Write a summary with exactly these sections:
@@ -239,16 +241,27 @@ def _is_request(message: Message) -> bool:
 
 def newest_evidence(ledger: Ledger, budget_tokens: int | None) -> tuple[list[str], int]:
     """The evidence lines that fit `budget_tokens` (None: all), newest kept, in their order; and how
-    many were left out."""
-    kept: list[str] = []
+    many were left out. Sources come first: the facts beside them take only the room the sources leave,
+    newest first, so no source is left out for another's facts."""
+    kept: list[Evidence] = []
     used = 0
     for ev in reversed(ledger.evidence):
-        line = f"- <evidence>{ev.source}</evidence>"
-        used += estimate_text(line + "\n")
-        if budget_tokens is not None and used > budget_tokens:
+        cost = estimate_text(evidence_line(ev.source, "") + "\n")
+        if budget_tokens is not None and used + cost > budget_tokens:
             break
-        kept.append(line)
-    return kept[::-1], len(ledger.evidence) - len(kept)
+        used += cost
+        kept.append(ev)
+    facts = dict(ledger.facts)
+    lines = []
+    for ev in kept:
+        line = evidence_line(ev.source, facts.get(ev.source, ""))
+        extra = estimate_text(line) - estimate_text(evidence_line(ev.source, ""))
+        if budget_tokens is not None and used + extra > budget_tokens:
+            line = evidence_line(ev.source, "")
+        else:
+            used += extra
+        lines.append(line)
+    return lines[::-1], len(ledger.evidence) - len(kept)
 
 
 def compacted_message(

@@ -31,6 +31,7 @@ _SECTION = re.compile(
     r"^[\s#*_-]*(goal|constraints|decisions|evidence|next action)[\s*_]*:[\s*_]*(.*)$", re.IGNORECASE | re.M
 )
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
+_EVIDENCE_FACTS = re.compile(r"^- <evidence>(?P<source>.*?)</evidence> \((?P<facts>.+)\)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,9 @@ class Ledger:
     # From the newest compaction summary in the conversation: what the model said it decided and does next.
     decisions: tuple[Decision, ...] = ()
     next_action: str = ""
+    # (source, facts): what a tool said of its result in one line (`a.py: 120 lines; 2 functions: f, g`),
+    # kept beside its evidence line, so a comparison across files survives the bodies' compaction.
+    facts: tuple[tuple[str, str], ...] = ()
 
     @property
     def goal(self) -> str:
@@ -89,6 +93,16 @@ def evidence_source(use: ToolUse) -> str:
     if not target:
         source = f"{use.name} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
     return source
+
+
+def evidence_line(source: str, facts: str) -> str:
+    """One line of a compacted message's evidence list: `- <evidence>Read a.py</evidence> (a.py: 3 lines)`."""
+    return f"- <evidence>{source}</evidence>" + (f" ({facts})" if facts else "")
+
+
+def _evidence_facts(text: str) -> dict[str, str]:
+    """The facts beside the evidence lines of a compacted message, by source."""
+    return {m["source"]: m["facts"] for m in _EVIDENCE_FACTS.finditer(text)}
 
 
 def tagged(text: str, tag: str) -> list[str]:
@@ -155,6 +169,8 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
     evidence: list[Evidence] = []
     seen_sources: set[str] = set()
     sections: dict[str, str] = {}
+    said = {r.tool_use_id: r.facts for m in messages for r in m.tool_results if r.facts}
+    facts: dict[str, str] = {}
     for message in messages:
         if message.role == "user":
             for req in requests_in(message):
@@ -162,12 +178,15 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
                     requests.append(req)
             if is_compacted(message):
                 sections = summary_sections(message)
+                facts.update(_evidence_facts(message.text))
                 for source in tagged(message.text, "evidence"):
                     if source not in seen_sources:
                         seen_sources.add(source)
                         evidence.append(Evidence(source, ""))
         for use in message.tool_uses:
             source = evidence_source(use)
+            if use.id in said:
+                facts[source] = said[use.id]  # the newest call's facts
             if source not in seen_sources:
                 seen_sources.add(source)
                 evidence.append(Evidence(source, use.id))
@@ -184,6 +203,7 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
         tuple(evidence),
         decisions_of(sections.get("decisions", "")),
         " ".join(sections.get("next action", "").split()),
+        tuple(facts.items()),
     )
 
 

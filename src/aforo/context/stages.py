@@ -87,7 +87,7 @@ class ClearResult:
 
 
 def clear_old_results(messages: list[Message], keep: int) -> ClearResult:
-    """Replace the content of every tool result but the `keep` most recent with CLEARED_NOTE.
+    """Replace the content of every tool result but the `keep` most recent with its `cleared_note`.
 
     All eligible results are cleared at once: clearing rewrites the prompt prefix and breaks the
     server's prompt cache, so doing it in one go breaks it as rarely as possible. The results of the
@@ -106,8 +106,12 @@ def clear_old_results(messages: list[Message], keep: int) -> ClearResult:
     targets: dict[int, set[int]] = {}
     for mi, bi in eligible:
         block = messages[mi].content[bi]
-        # A result already shorter than the note would grow: leave it.
-        if isinstance(block, ToolResult) and not block.cleared and len(block.content) > len(CLEARED_NOTE):
+        # A result already shorter than its note would grow: leave it.
+        if (
+            isinstance(block, ToolResult)
+            and not block.cleared
+            and len(block.content) > len(cleared_note(block))
+        ):
             targets.setdefault(mi, set()).add(bi)
     if not targets:
         return ClearResult(list(messages), 0)
@@ -118,10 +122,18 @@ def clear_old_results(messages: list[Message], keep: int) -> ClearResult:
         for bi in indexes:
             old = blocks[bi]
             if isinstance(old, ToolResult):
-                blocks[bi] = replace(old, content=CLEARED_NOTE, cleared=True)
+                blocks[bi] = replace(old, content=cleared_note(old), cleared=True)
             count += 1
         out[mi] = replace(out[mi], content=tuple(blocks))
     return ClearResult(out, count)
+
+
+def cleared_note(result: ToolResult) -> str:
+    """What replaces a cleared result: the facts its tool gave (a file's line count and definitions, the
+    matches), so a question over more files than the window holds is still answered from all of them."""
+    if not result.facts:
+        return CLEARED_NOTE
+    return f"[{result.facts}. Old tool result cleared to save context; run the tool again for its lines.]"
 
 
 def clear(room: Room) -> Plan | None:

@@ -143,7 +143,23 @@ class Grep:
         if mode == "count":
             notes.append(f"({matches} matches in {total} files)")
         notes += ripgrep.unreadable_note(outcome, prefix)
-        return ToolOutput("\n".join([*shown, *notes]))
+        return ToolOutput(
+            "\n".join([*shown, *notes]),
+            facts=_facts(
+                pattern, where, mode, total, matches, outcome.stopped_early, bool(args.get("context"))
+            ),
+        )
+
+
+def _facts(pattern: str, where: str, mode: str, total: int, matches: int, more: bool, context: bool) -> str:
+    """The result in one line, what stays of it when its body is cleared."""
+    least = "at least " if more else ""
+    found = {
+        "content": f"{least}{total} {'lines, matches and context' if context else 'matching lines'}",
+        "files_with_matches": f"{least}{total} files match",
+        "count": f"{matches} matches in {total} files",
+    }[mode]
+    return f"Grep {pattern!r} in {where}: {found}"
 
 
 def _check_searchable(target: Path, where: str) -> bool:

@@ -8,7 +8,10 @@ at least every `NUMBER_EVERY` lines, which costs +4 %; a line between two number
 one above it.
 
 A whole Python file starts with its top-level functions and classes, named and counted
-(`tools/outline.py`): a small model can neither count them nor pick them out, and the tool can.
+(`tools/outline.py`): a small model can neither count them nor pick them out, and the tool can. A file
+too long for one result is shown as its outline and the lines the question names (`tools/long_file.py`);
+`file_path` may name lines or a definition, and a name that is no file is looked up
+(`tools/read_target.py`).
 
 Only what is shown is decoded. The lines before `offset` are skipped by counting newlines in large
 chunks, and the lines after the window are counted the same way, to tell the model how to read on.
@@ -21,27 +24,29 @@ a FIFO or a device would block or never end.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import re
 from collections.abc import Callable, Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from aforo.errors import LimitExceeded, ToolError
-from aforo.limits import READ_BYTES
+from aforo.limits import READ_BYTES, SYMBOL_FILE_BYTES
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
-from aforo.tools import ripgrep
+from aforo.tools import long_file
 from aforo.tools.deadline import check
-from aforo.tools.names import show
 from aforo.tools.outline import outline
+from aforo.tools.read_target import Locator, Target, definition, named, not_found
+from aforo.tools.symbols import is_python
 from aforo.tools.workspace import open_regular, relative, resolve, root_of
 
 DEFAULT_LIMIT = 2000
+# A whole Python file past this many caps is shown as its outline; one not much longer than the cap
+# loses less to the cut (its head and tail kept, a third of it gone at most) than to an outline.
+OUTLINE_PAST = 1.5
 NUMBER_EVERY = 10
 _LOOKS_NUMBERED = re.compile(r"\d+\t")
-_SUGGESTIONS = 5
 MAX_LINE_CHARS = 2000
 _MAX_LINE_BYTES = MAX_LINE_CHARS * 4  # enough bytes for MAX_LINE_CHARS characters of UTF-8
 _SNIFF_BYTES = 8192
@@ -52,13 +57,14 @@ _CHUNK = 1 << 20
 class Read:
     spec = ToolSpec(
         "Read",
-        "Read files with line numbers. For part of a long file: offset (first line) and limit.",
+        "Read files with line numbers. For part of a file: path:N-M (lines N to M), path:N, path#Name "
+        "(one definition), or offset and limit.",
         object_schema(
             {
                 "file_path": {
                     "type": "string",
                     "minLength": 1,
-                    "description": "Path relative to the workspace.",
+                    "description": "Path relative to the workspace, e.g. a.py, a.py:10-30 or a.py#parse.",
                 },
                 # 0 is taken as the first line too: small models count from 0 (Qwen2.5-Coder 0.5B sent
                 # offset 0 for the start of a file, and an error there left it asking again).
@@ -76,18 +82,35 @@ class Read:
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         root = root_of(ctx.workspace)
-        path = resolve(ctx.workspace, str(args["file_path"]))
+        spelled = str(args["file_path"])
+        target = named(Locator(ctx), spelled)
+        if target is None:
+            raise ToolError(not_found(root, relative(root, resolve(ctx.workspace, spelled)), ctx))
+        path = target.path
         shown_path = relative(root, path)
-        if not os.path.lexists(path):
-            raise ToolError(_not_found(root, shown_path, ctx))
-        offset = int(args.get("offset") or 1)
-        limit = int(args.get("limit") or self.default_limit)
+        if target.symbol is not None:
+            target = definition(target, shown_path, ctx)
+        output = self._read(args, ctx, target, shown_path)
+        if "/" not in target.spelled and "/" in shown_path:
+            # Found by its name alone: say where, so the model cites the right path.
+            return dataclasses.replace(
+                output, content=f"({target.spelled} is {shown_path})\n{output.content}"
+            )
+        return output
+
+    def _read(self, args: dict[str, Any], ctx: ToolContext, target: Target, shown_path: str) -> ToolOutput:
+        path = target.path
+        given_offset, given_limit = args.get("offset") or target.first, args.get("limit") or target.count
+        offset = int(given_offset or 1)
+        limit = int(given_limit or self.default_limit)
         with open_regular(path, shown_path) as f:
             head = f.read(_SNIFF_BYTES)
+            size = os.fstat(f.fileno()).st_size
             if b"\0" in head:
-                size = os.fstat(f.fileno()).st_size
                 raise ToolError(f"{shown_path} is a binary file ({size} bytes); Read only shows text files")
             f.seek(0)
+            if not given_offset and not given_limit and (long := _long(f, size, shown_path, ctx)):
+                return long
             source = _Source(f, self.max_bytes, ctx)
             passed, tail = _skip(source, offset - 1)
             if passed < offset - 1:
@@ -102,18 +125,19 @@ class Read:
             return _render(source, shown_path, offset, limit, ctx.max_chars)
 
 
-def _not_found(root: Path, shown_path: str, ctx: ToolContext) -> str:
-    """Why the file is not there, with the workspace's files of a like name: a small model guesses
-    paths (`stopwords.txt` for `wordfreq/stopwords.py`) and goes on from a named candidate."""
-    wanted = PurePosixPath(shown_path)
-    files = ripgrep.list_files(root, ctx)
-    by_name = sorted(f for f in files if PurePosixPath(f).name == wanted.name)
-    stems = {PurePosixPath(f).stem: f for f in sorted(files)}
-    close = difflib.get_close_matches(wanted.stem, list(stems), n=_SUGGESTIONS, cutoff=0.6)
-    found = list(dict.fromkeys([*by_name, *(stems[s] for s in close)]))[:_SUGGESTIONS]
-    if not found:
-        return f"{shown_path} does not exist; use Glob or LS to find the right path"
-    return f"{shown_path} does not exist. Files with a like name: {', '.join(show(f) for f in found)}"
+def _long(f: BinaryIO, size: int, shown_path: str, ctx: ToolContext) -> ToolOutput | None:
+    """A file too long for one result, as what it defines (Python) and the lines the question names; None
+    when there is nothing to show but its head (then read from the start, `f` rewound)."""
+    cap = ctx.max_chars
+    if not cap or not cap * OUTLINE_PAST < size <= SYMBOL_FILE_BYTES.value:
+        return None
+    view = long_file.view if is_python(shown_path) else long_file.text_view
+    shown = view(shown_path, f.read().decode("utf-8", errors="replace"), ctx.question, cap)
+    f.seek(0)
+    if shown is None:
+        return None
+    text, facts = shown
+    return ToolOutput(text, facts=facts)
 
 
 class _Source:
@@ -213,18 +237,21 @@ def _render(source: _Source, shown_path: str, offset: int, limit: int, max_chars
     if offset > total:
         return _past_end(shown_path, total, offset)
     notes = []
+    facts = f"{shown_path}: {'' if exact else 'at least '}{total} line{'' if total == 1 else 's'}"
     if invalid_utf8:
         notes.append("(note: the file is not valid UTF-8; undecodable bytes are shown as \ufffd)")
     if offset > 1 or last < total:
         of = f"{total}" if exact else f"at least {total}"
         hint = f" Use offset={last + 1} to read more." if last < total else ""
         notes.append(f"(showing lines {offset}-{last} of {of}.{hint})")
+        facts = f"{shown_path}: lines {offset}-{last} of {of}"
     elif code is not None and not invalid_utf8 and (defines := outline("\n".join(code))):
         # Before the lines, not after them: a small model answers with what it read last, and a count
         # there became the answer to other questions (asked how often the client retries, 0.5B
         # answered the `1` of "(defines 1 function)" instead of MAX_RETRIES = 4).
         out.insert(0, f"({defines})")
-    return ToolOutput("\n".join([*out, *notes]))
+        facts += f"; {defines}"
+    return ToolOutput("\n".join([*out, *notes]), facts=facts)
 
 
 def _lines(source: _Source) -> Iterator[tuple[bytes, int]]:

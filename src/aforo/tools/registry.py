@@ -29,6 +29,7 @@ from aforo.limits import TOOL_SECONDS
 from aforo.messages import ToolSpec
 from aforo.protocols import Tool, ToolContext, ToolOutput
 from aforo.tools.deadline import POLL_S, Interrupted, interruption
+from aforo.tools.find_tool import Find
 from aforo.tools.glob_tool import Glob
 from aforo.tools.grep_tool import Grep
 from aforo.tools.ls_tool import LS
@@ -75,6 +76,7 @@ class ToolRegistry:
         arguments: str | dict[str, Any],
         max_chars: int | None = None,
         cancel: threading.Event | None = None,
+        question: str = "",
     ) -> ToolOutput:
         """Run one tool call; every failure becomes an is_error output, nothing is raised.
 
@@ -89,7 +91,7 @@ class ToolRegistry:
         if problem is not None:
             return ToolOutput(problem, is_error=True)
         deadline = time.monotonic() + self.seconds
-        ctx = ToolContext(workspace=self.workspace, max_chars=max_chars, cancel=cancel, deadline=deadline)
+        ctx = ToolContext(self.workspace, max_chars, cancel, deadline, question)
         answer: list[ToolOutput] = []
         done = threading.Event()
 
@@ -183,7 +185,7 @@ def signature(tool: ToolSpec) -> str:
 
 def default_tools() -> list[Tool]:
     # The order the model sees them in: what it needs most first (small models favour the first).
-    return [Read(), Grep(), Glob(), LS()]
+    return [Read(), Find(), Grep(), Glob(), LS()]
 
 
 def default_registry(workspace: Path) -> ToolRegistry:
