@@ -8,7 +8,9 @@ errors end the run `error` (what the call or a failed recovery changed is put ba
 Where the server forces a JSON schema, each answer is one constrained step (aforo.steps); a server that
 refuses the schema is asked again without it, once, and the session goes on with tool definitions. An
 answer that only repeats calls whose results the model has is not kept: the next request allows only
-the answer, and a model that still calls tools then ends the run `no_progress`.
+the answer, and a model that still calls tools then ends the run `no_progress`. An answer that says
+nothing (`...`, the reply format copied back) is not kept either: the model is asked once more, for an
+answer that must start with a letter or a digit, and one that says nothing again ends `empty_answer`.
 Wherever a run ends, `_End` carries its reason to the one place that closes the run.
 """
 
@@ -34,6 +36,8 @@ from aforo.tools.registry import ToolRegistry
 DEFAULT_MAX_TURNS = 25
 CANCELLED = "cancelled by the user"
 CANCELLED_RESULT = "[Cancelled by the user before this tool call finished.]"
+# How much of an answer that said nothing its ending quotes.
+SAID_CHARS = 40
 NATIVE = "tools are sent as definitions instead (--tool-mode native)."
 
 
@@ -43,6 +47,9 @@ class _End(Exception):
     def __init__(self, reason: RunReason, error: str | None = None, answer: str = "") -> None:
         super().__init__(reason)
         self.reason, self.error, self.answer = reason, error, answer
+
+
+_STEERING = ("answer_only", "question", "worded")  # what the next request asks, not what the run used
 
 
 @dataclass
@@ -55,6 +62,7 @@ class _Run:
     output_tokens: int = 0
     answer_only: bool = False
     question: str = ""
+    worded: bool = False  # an answer said nothing: the next must have a word in it (the schema says so)
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
@@ -62,7 +70,7 @@ class _Run:
         self.output_tokens += end.usage.output_tokens
 
     def result(self, end: _End) -> RunResult:
-        used = {k: v for k, v in asdict(self).items() if k not in ("answer_only", "question")}
+        used = {k: v for k, v in asdict(self).items() if k not in _STEERING}
         return RunResult(end.reason, **used, error=end.error, answer=end.answer)
 
 
@@ -86,10 +94,11 @@ class Agent:
         """The conversation, as the governor holds it."""
         return self.governor.conversation.messages
 
-    def request(self, answer_only: bool = False, question: str = "") -> Request:
+    def request(self, answer_only: bool = False, question: str = "", worded: bool = False) -> Request:
         gov = self.governor
         fixed = (self.provider.model, self.system, self.tools.specs_for(gov.window), self.messages)
-        return Request(*fixed, gov.budget.reserve, self.temperature, self.constrained, answer_only, question)
+        steer = (self.constrained, answer_only, question, worded)
+        return Request(*fixed, gov.budget.reserve, self.temperature, *steer)
 
     def run(
         self, prompt: str, cancel: threading.Event | None = None, attached: Sequence[Message] = ()
@@ -129,6 +138,13 @@ class Agent:
         run.tool_calls += batch.ran
         if batch.ran:
             return
+        if batch.said_nothing:
+            said = reply.text.strip()[:SAID_CHARS]
+            if run.worded:
+                raise _End("empty_answer", f"the model's answer said nothing ({said!r}), twice")
+            run.worded = True  # asked once more, for an answer that starts with a letter or a digit
+            self.emit(Info({"step": f"the answer said nothing ({said!r}); asked again for one in words"}))
+            return
         if batch.stalled and only:
             raise _End("no_progress", f"the model kept calling tools ({batch.stalled}) when asked to answer")
         if batch.stalled:
@@ -147,7 +163,7 @@ class Agent:
         gov, refused = self.governor, None
         while True:
             try:
-                request = self.request(run.answer_only, run.question)
+                request = self.request(run.answer_only, run.question, run.worded)
                 admitted = gov.admit(request, self.provider, force_compact=refused is not None)
             except (RejectedError, TransformError) as exc:
                 if refused is None:

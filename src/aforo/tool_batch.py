@@ -32,6 +32,7 @@ from aforo.events import EventSink, ToolEnd, ToolStart
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
 from aforo.providers.textcalls import extract_text_tool_calls
+from aforo.steps import says_nothing
 from aforo.stream import Reply
 from aforo.tools.registry import ToolRegistry
 
@@ -54,10 +55,12 @@ def _key(use: ToolUse) -> str:
 @dataclass(frozen=True)
 class Batch:
     """What became of one answer: how many calls ran, or (`stalled`, naming them) calls that would
-    make no progress, which were not added: only repeats, or any call where only an answer may come."""
+    make no progress, which were not added: only repeats, or any call where only an answer may come;
+    or an answer that says nothing, not added either."""
 
     ran: int = 0
     stalled: str = ""
+    said_nothing: bool = False  # an answer with no word in it, or the reply format copied: not added
 
 
 def answer(
@@ -74,6 +77,8 @@ def answer(
 
     A `cancel` (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
     text, uses = tool_uses(reply, tools, conversation.messages)
+    if not uses and reply.end.stop_reason == "end_turn" and says_nothing(text, tools.specs):
+        return Batch(said_nothing=True)
     if uses and (answer_only or {_key(u) for u in uses} <= seen_calls(conversation.messages)):
         return Batch(stalled=_labels(uses))
     blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []

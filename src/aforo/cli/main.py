@@ -46,6 +46,7 @@ EXIT_CODES = {
     "no_progress": 4,
     "max_tokens": 5,
     "refusal": 5,
+    "empty_answer": 6,
     "aborted": 130,
 }
 EXIT_USAGE = 2
