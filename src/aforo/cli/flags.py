@@ -71,7 +71,7 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
     parser.add_argument("--max-tokens", type=int, default=NOT_GIVEN, help="cap of the answer reserve")
     parser.add_argument("--max-turns", type=int, default=NOT_GIVEN, help="model calls per prompt (25)")
     parser.add_argument(
-        "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: the server's)"
+        "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: 0)"
     )
     parser.add_argument(
         "--read-timeout",
