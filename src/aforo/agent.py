@@ -49,7 +49,8 @@ class _End(Exception):
         self.reason, self.error, self.answer = reason, error, answer
 
 
-_STEERING = ("answer_only", "question", "worded")  # what the next request asks, not what the run used
+# What steers the next request, not what the run used.
+_STEERING = ("answer_only", "question", "worded", "context")
 
 
 @dataclass
@@ -63,6 +64,7 @@ class _Run:
     answer_only: bool = False
     question: str = ""
     worded: bool = False  # an answer said nothing: the next must have a word in it (the schema says so)
+    context: int = 0  # tokens of the conversation once the last answer is in it
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
@@ -133,8 +135,10 @@ class Agent:
         reply = self._call(turn, cancel, run)
         _stop_if(cancel)
         gov, only = self.governor, run.answer_only
-        cap = gov.tool_cap()
-        batch = answer(reply, self.tools, gov.conversation, cap, self.emit, cancel, answer_only=only)
+        cap, room = gov.tool_cap(), gov.results_room(run.context)
+        batch = answer(
+            reply, self.tools, gov.conversation, cap, self.emit, cancel, answer_only=only, room=room
+        )
         run.tool_calls += batch.ran
         if batch.ran:
             return
@@ -192,6 +196,7 @@ class Agent:
                 raise _End("error", str(exc), exc.partial) from exc
         seen = gov.observe(admitted, reply.end, self.provider)
         run.add(reply.end)
+        run.context = admitted.count.tokens + reply.end.usage.output_tokens
         if not seen.truncated:
             shown.settle(reply, self.messages)
         count, end = admitted.count, reply.end

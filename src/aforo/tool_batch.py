@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import count
 
 from aforo import safejson
@@ -28,11 +28,11 @@ from aforo.context.conversation import Conversation
 from aforo.context.stages import Cap, cap_text
 from aforo.context.tokens import estimate_text
 from aforo.errors import LimitExceeded
-from aforo.events import EventSink, ToolEnd, ToolStart
+from aforo.events import EventSink, Info, ToolEnd, ToolStart
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
 from aforo.providers.textcalls import extract_text_tool_calls
-from aforo.steps import says_nothing
+from aforo.steps import result_label, says_nothing
 from aforo.stream import Reply
 from aforo.tools.registry import ToolRegistry
 
@@ -72,28 +72,76 @@ def answer(
     cancel: threading.Event | None = None,
     *,
     answer_only: bool = False,
+    room: int | None = None,
 ) -> Batch:
     """Add the model's answer to the conversation and run the tools it calls.
 
-    A `cancel` (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
+    `room`: the tokens new results may take (None: no bound but the cap); calls past it are not kept,
+    and the last result names them. A `cancel` (the user's Ctrl-C) stops the running calls at once:
+    each answers "cancelled"."""
     text, uses = tool_uses(reply, tools, conversation.messages)
     if not uses and reply.end.stop_reason == "end_turn" and says_nothing(text, tools.specs):
         return Batch(said_nothing=True)
     if uses and (answer_only or {_key(u) for u in uses} <= seen_calls(conversation.messages)):
         return Batch(stalled=_labels(uses))
+    answered = answered_calls(conversation.messages)
+    uses, later = within(uses, answered, cap, room)
     blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
     conversation.append(Message("assistant", (*blocks, *uses)))
     if not uses:
         return Batch()
     for use in uses:
         emit(ToolStart(use.id, use.name, use.input))
-    answered = answered_calls(conversation.messages[:-1])
     outcomes = run_batch(tools, uses, cap=cap, answered=answered, cancel=cancel)
+    if later:
+        outcomes[-1] = _with_note(outcomes[-1], later)
+        emit(Info({"step": f"not read yet, for want of room in the context window: {_targets(later)}"}))
     # Appended before the events are emitted: whoever persists on events saves the results too.
     conversation.append(Message("user", tuple(o.result for o in outcomes)))
     for o in outcomes:
         emit(tool_end(o, cap.ratio))
     return Batch(ran=len(uses))
+
+
+def within(
+    uses: list[ToolUse], answered: dict[str, str], cap: Cap, room: int | None
+) -> tuple[list[ToolUse], list[ToolUse]]:
+    """The calls whose results fit `room`, each new one counted at the cap (all it may take), in the
+    order asked, and the calls left for later. The first new call always runs: a step must make
+    progress, and once its result is in, clearing and compaction make room for the next (a compaction
+    keeps that last exchange verbatim).
+
+    Asked "what does this package do?" the 0.5B model named the whole file list in its first step: twelve
+    results at the cap, 8 000-11 000 tokens where 6 144 fit, compacted before it read any of them."""
+    if room is None:
+        return uses, []
+    kept: list[ToolUse] = []
+    later: list[ToolUse] = []
+    new: set[str] = set()
+    for use in uses:
+        key = _key(use)
+        if key in answered or key in new:  # a pointer to a result, not a new one
+            kept.append(use)
+        elif later or (new and (len(new) + 1) * cap.tokens > room):
+            later.append(use)
+        else:
+            new.add(key)
+            kept.append(use)
+    return kept, later
+
+
+def _targets(uses: Sequence[ToolUse]) -> str:
+    return ", ".join(dict.fromkeys(result_label(u) for u in uses))
+
+
+def _with_note(outcome: CallOutcome, later: Sequence[ToolUse]) -> CallOutcome:
+    """The last result, naming the calls of its step that were not run: the model asks for them again."""
+    note = (
+        f"\n[Not read yet: the context window holds no more results now. Ask again after this for: "
+        f"{_targets(later)}.]"
+    )
+    result = replace(outcome.result, content=outcome.result.content + note)
+    return replace(outcome, result=result)
 
 
 def _labels(uses: Sequence[ToolUse], shown: int = 3) -> str:
