@@ -30,6 +30,7 @@ from aforo.messages import Message, MessageEnd, Request, SystemPart
 from aforo.protocols import Provider
 from aforo.shown import Shown
 from aforo.stream import Reply, collect
+from aforo.summarised import compacted, summarised
 from aforo.tool_batch import answer
 from aforo.tools.registry import ToolRegistry
 
@@ -50,7 +51,7 @@ class _End(Exception):
 
 
 # What steers the next request, not what the run used.
-_STEERING = ("answer_only", "question", "worded", "context")
+_STEERING = ("answer_only", "question", "worded", "context", "compacted")
 
 
 @dataclass
@@ -65,6 +66,7 @@ class _Run:
     question: str = ""
     worded: bool = False  # an answer said nothing: the next must have a word in it (the schema says so)
     context: int = 0  # tokens of the conversation once the last answer is in it
+    compacted: frozenset[str] = frozenset()  # the compactions the run started with (not its own)
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
@@ -108,7 +110,7 @@ class Agent:
         """Answer `prompt`. `attached`: messages that follow it before the first call (the Read calls
         and results of files the user attached), so they are tool results like any other."""
         cancel = cancel or threading.Event()
-        run = _Run(question=prompt)
+        run = _Run(question=prompt, compacted=compacted(self.messages))
         for message in (Message.user(prompt), *attached):
             self.governor.conversation.append(message)
         try:
@@ -136,10 +138,23 @@ class Agent:
         _stop_if(cancel)
         gov, only = self.governor, run.answer_only
         cap, room = gov.tool_cap(), gov.results_room(run.context)
+        known = summarised(self.messages, run.compacted)
         batch = answer(
-            reply, self.tools, gov.conversation, cap, self.emit, cancel, answer_only=only, room=room
+            reply,
+            self.tools,
+            gov.conversation,
+            cap,
+            self.emit,
+            cancel,
+            answer_only=only,
+            room=room,
+            known=known,
         )
         run.tool_calls += batch.ran
+        if batch.summarised:
+            run.answer_only = True  # nothing new was asked: the next request allows only the answer
+            said = f"asked again for what the compaction summarised ({batch.summarised}); answer requested"
+            self.emit(Info({"step": said}))
         if batch.ran:
             return
         if batch.said_nothing:

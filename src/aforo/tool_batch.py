@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from itertools import count
 
 from aforo import safejson
 from aforo.context.conversation import Conversation
+from aforo.context.ledger import evidence_source
 from aforo.context.stages import Cap, cap_text
 from aforo.context.tokens import estimate_text
 from aforo.errors import LimitExceeded
@@ -34,6 +35,7 @@ from aforo.protocols import ToolOutput
 from aforo.providers.textcalls import extract_text_tool_calls
 from aforo.steps import result_label, says_nothing
 from aforo.stream import Reply
+from aforo.summarised import note
 from aforo.tools.registry import ToolRegistry
 
 MAX_WORKERS = 8
@@ -61,6 +63,7 @@ class Batch:
     ran: int = 0
     stalled: str = ""
     said_nothing: bool = False  # an answer with no word in it, or the reply format copied: not added
+    summarised: str = ""  # the calls, when each was summarised by a compaction of this run or is shown
 
 
 def answer(
@@ -73,26 +76,35 @@ def answer(
     *,
     answer_only: bool = False,
     room: int | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> Batch:
     """Add the model's answer to the conversation and run the tools it calls.
 
     `room`: the tokens new results may take (None: no bound but the cap); calls past it are not kept,
-    and the last result names them. A `cancel` (the user's Ctrl-C) stops the running calls at once:
-    each answers "cancelled"."""
+    and the last result names them. `known`: sources a compaction of this run summarised -> its summary
+    (aforo.summarised); a call of one is not run, its result says what the summary keeps. A `cancel`
+    (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
     text, uses = tool_uses(reply, tools, conversation.messages)
     if not uses and reply.end.stop_reason == "end_turn" and says_nothing(text, tools.specs):
         return Batch(said_nothing=True)
-    if uses and (answer_only or {_key(u) for u in uses} <= seen_calls(conversation.messages)):
+    seen = seen_calls(conversation.messages)
+    if uses and (answer_only or {_key(u) for u in uses} <= seen):
         return Batch(stalled=_labels(uses))
+    known = known or {}
+    told = {
+        _key(u): note(u, known[evidence_source(u)])
+        for u in uses
+        if evidence_source(u) in known and _key(u) not in seen
+    }
     answered = answered_calls(conversation.messages)
-    uses, later = within(uses, answered, cap, room)
+    uses, later = within(uses, {**answered, **told}, cap, room)
     blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
     conversation.append(Message("assistant", (*blocks, *uses)))
     if not uses:
         return Batch()
     for use in uses:
         emit(ToolStart(use.id, use.name, use.input))
-    outcomes = run_batch(tools, uses, cap=cap, answered=answered, cancel=cancel)
+    outcomes = run_batch(tools, uses, cap=cap, answered=answered, told=told, cancel=cancel)
     if later:
         outcomes[-1] = _with_note(outcomes[-1], later)
         emit(Info({"step": f"not read yet, for want of room in the context window: {_targets(later)}"}))
@@ -100,7 +112,8 @@ def answer(
     conversation.append(Message("user", tuple(o.result for o in outcomes)))
     for o in outcomes:
         emit(tool_end(o, cap.ratio))
-    return Batch(ran=len(uses))
+    nothing_new = bool(told) and {_key(u) for u in uses} <= seen | told.keys()
+    return Batch(ran=len(uses), summarised=_labels(uses) if nothing_new else "")
 
 
 def within(
@@ -217,15 +230,17 @@ def run_batch(
     *,
     cap: Cap,
     answered: dict[str, str] | None = None,
+    told: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
 ) -> list[CallOutcome]:
     """`answered` holds calls already answered earlier in the conversation: a small model that loops
-    on the same Read gets a pointer to the result it already has instead of the output again."""
-    answered = answered or {}
+    on the same Read gets a pointer to the result it already has instead of the output again. `told`:
+    calls answered by a note instead of running (a compaction summarised them)."""
+    answered, told = answered or {}, told or {}
     first: dict[str, ToolUse] = {}
     for use in uses:
         first.setdefault(_key(use), use)
-    distinct = [u for k, u in first.items() if k not in answered]
+    distinct = [u for k, u in first.items() if k not in answered and k not in told]
 
     def run_one(use: ToolUse) -> tuple[ToolOutput, float]:
         started = time.monotonic()
@@ -240,6 +255,11 @@ def run_batch(
             ran = dict(zip((u.id for u in distinct), pool.map(run_one, distinct), strict=True))
     outcomes = []
     for use in uses:
+        if _key(use) in told:
+            # Marked cleared: its output is not here, so a later question may run it for real.
+            result = ToolResult(use.id, told[_key(use)], cleared=True)
+            outcomes.append(CallOutcome(use, result, 0.0, False, None))
+            continue
         earlier = answered.get(_key(use))
         if earlier is not None:
             note = (
