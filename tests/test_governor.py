@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from aforo import steps
+from aforo.context.compaction import CUT_SUMMARY
+from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
 from aforo.context.tokens import estimate_request
@@ -145,6 +147,19 @@ def test_failed_compaction_warns_and_leaves_conversation(tmp_path: Path, summary
     calls = [r for r in provider.requests if is_summary_request(r)]
     normal = [r for r in provider.requests if not is_summary_request(r)]
     assert len(calls) <= len(normal)
+
+
+def test_a_summary_cut_at_its_output_limit_is_kept_and_the_run_goes_on(tmp_path: Path) -> None:
+    # The 0.5B model wrote past its word budget to the output limit; the run ended context_overflow.
+    cut = "Goal: find the longest file for task BRAVO-2718.\nEvidence: read mod00.py, mod01.py and mod0"
+    provider = FakeProvider(_history_then(FakeTurn(cut, stop_reason="max_tokens"), tmp_path))
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096)
+    result = agent.run(PROMPT)
+    assert result.reason == "end_turn", result.error
+    assert "compacted" in [e.action for e in rec.of("context")]
+    compacted = [m.text for r in provider.requests for m in r.messages if is_compacted(m)]
+    assert compacted and f"{cut}\n{CUT_SUMMARY}" in compacted[0]
+    assert any("cut at its output limit" in (r.cause or "") for r in journal.events("compaction"))
 
 
 def test_truncated_summary_request_is_refused(tmp_path: Path) -> None:

@@ -37,8 +37,10 @@ def summarised(messages: Sequence[Message], before: frozenset[str]) -> dict[str,
         if not is_compacted(message) or message.text in before:
             continue
         summary = _summary(message.text)
+        unseen = set(tagged(message.text, "left_out"))  # the summary request could not show them
         for source in tagged(message.text, "evidence"):
-            found[source] = summary
+            if source not in unseen:
+                found[source] = summary
     return found
 
 
