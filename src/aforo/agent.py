@@ -16,9 +16,11 @@ Wherever a run ends, `_End` carries its reason to the one place that closes the 
 
 from __future__ import annotations
 
+import math
 import threading
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
@@ -26,6 +28,7 @@ from aforo.context.plan import RecoveryFailed
 from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, HTTPStatusError, ProviderError, RejectedError, TransformError
 from aforo.events import EventSink, Info, RunEnd, RunReason, RunResult, TurnEnd, Warning
+from aforo.limits import RUN_SECONDS
 from aforo.messages import Message, MessageEnd, Request, SystemPart
 from aforo.protocols import Provider
 from aforo.shown import Shown
@@ -37,6 +40,8 @@ from aforo.tools.registry import ToolRegistry
 DEFAULT_MAX_TURNS = 25
 CANCELLED = "cancelled by the user"
 CANCELLED_RESULT = "[Cancelled by the user before this tool call finished.]"
+# Turns past the time budget: the answer asked for, and once more if it said nothing.
+LATE_TURNS = 2
 # How much of an answer that said nothing its ending quotes.
 SAID_CHARS = 40
 NATIVE = "tools are sent as definitions instead (--tool-mode native)."
@@ -48,10 +53,6 @@ class _End(Exception):
     def __init__(self, reason: RunReason, error: str | None = None, answer: str = "") -> None:
         super().__init__(reason)
         self.reason, self.error, self.answer = reason, error, answer
-
-
-# What steers the next request, not what the run used.
-_STEERING = ("answer_only", "question", "worded", "context", "compacted")
 
 
 @dataclass
@@ -67,6 +68,8 @@ class _Run:
     worded: bool = False  # an answer said nothing: the next must have a word in it (the schema says so)
     context: int = 0  # tokens of the conversation once the last answer is in it
     compacted: frozenset[str] = frozenset()  # the compactions the run started with (not its own)
+    deadline: float = math.inf  # when the time budget is spent (the agent's clock)
+    late: int = 0  # turns started after the deadline
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
@@ -74,8 +77,8 @@ class _Run:
         self.output_tokens += end.usage.output_tokens
 
     def result(self, end: _End) -> RunResult:
-        used = {k: v for k, v in asdict(self).items() if k not in _STEERING}
-        return RunResult(end.reason, **used, error=end.error, answer=end.answer)
+        used = (self.turns, self.tool_calls, self.input_tokens, self.output_tokens)
+        return RunResult(end.reason, *used, error=end.error, answer=end.answer)
 
 
 @dataclass(kw_only=True, eq=False)
@@ -86,6 +89,9 @@ class Agent:
     system: tuple[SystemPart, ...]
     emit: EventSink
     max_turns: int = DEFAULT_MAX_TURNS
+    # Seconds a question may take before the model is asked to answer from what it has.
+    time_budget: float = RUN_SECONDS.value
+    clock: Callable[[], float] = time.monotonic
     temperature: float | None = None
     # Stream the answer as it arrives (a truncated one is then marked discarded by its turn_end); False:
     # show it only once the turn is known to be whole (a silent server whose window is a guess).
@@ -110,7 +116,8 @@ class Agent:
         """Answer `prompt`. `attached`: messages that follow it before the first call (the Read calls
         and results of files the user attached), so they are tool results like any other."""
         cancel = cancel or threading.Event()
-        run = _Run(question=prompt, compacted=compacted(self.messages))
+        deadline = self.clock() + self.time_budget
+        run = _Run(question=prompt, compacted=compacted(self.messages), deadline=deadline)
         for message in (Message.user(prompt), *attached):
             self.governor.conversation.append(message)
         try:
@@ -134,6 +141,12 @@ class Agent:
     def _turn(self, turn: int, cancel: threading.Event, run: _Run) -> None:
         """Call the model and act on its answer: run its tools (the run goes on) or end the run."""
         _stop_if(cancel)
+        self._mind_the_time(run)
+        if turn == self.max_turns and not run.answer_only and self.max_turns > 1:
+            run.answer_only = True  # the last call: an answer from what it has, rather than none
+            self.emit(
+                Info({"step": f"the last of {self.max_turns} model calls (--max-turns); answer requested"})
+            )
         reply = self._call(turn, cancel, run)
         _stop_if(cancel)
         gov, only = self.governor, run.answer_only
@@ -164,6 +177,10 @@ class Agent:
             run.worded = True  # asked once more, for an answer that starts with a letter or a digit
             self.emit(Info({"step": f"the answer said nothing ({said!r}); asked again for one in words"}))
             return
+        if batch.stalled and only and turn == self.max_turns:
+            raise _End("max_turns", f"stopped after {self.max_turns} turns (raise --max-turns)")
+        if batch.stalled and only and run.late:
+            raise _End("time_budget", f"the model kept calling tools ({batch.stalled}) {self._late_note()}")
         if batch.stalled and only:
             raise _End("no_progress", f"the model kept calling tools ({batch.stalled}) when asked to answer")
         if batch.stalled:
@@ -176,6 +193,22 @@ class Agent:
         if reply.end.stop_reason == "refusal":
             raise _End("refusal", "the model refused to answer", text)
         raise _End("end_turn", answer=text)
+
+    def _mind_the_time(self, run: _Run) -> None:
+        """Past the time budget only an answer may come: asked for once (and once more if it says
+        nothing); a run still going after that ends `time_budget`."""
+        if self.clock() < run.deadline:
+            return
+        run.late += 1
+        if run.late > LATE_TURNS:
+            raise _End("time_budget", f"no answer came {self._late_note()}")
+        if not run.answer_only:
+            run.answer_only = True
+            spent = f"the time budget of {self.time_budget:g} s is spent; answer requested"
+            self.emit(Info({"step": spent}))
+
+    def _late_note(self) -> str:
+        return f"when asked to answer after the time budget of {self.time_budget:g} s (raise --time-budget)"
 
     def _call(self, turn: int, cancel: threading.Event, run: _Run) -> Reply:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""

@@ -39,6 +39,7 @@ RunReason = Literal[
     "end_turn",
     "max_turns",
     "no_progress",
+    "time_budget",
     "empty_answer",
     "context_overflow",
     "max_tokens",

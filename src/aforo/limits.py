@@ -88,6 +88,13 @@ READ_TIMEOUT = limit(
     "the server's silence while it answers (prompt processing included)",
     setting="--read-timeout SECONDS or read_timeout in the config file",
 )
+RUN_SECONDS = limit(
+    "run_seconds",
+    180,
+    "seconds",
+    "wall time of one question before the model is asked to answer from what it has",
+    setting="--time-budget SECONDS or time_budget in the config file",
+)
 RESPONSE_BYTES = limit(
     "response_bytes",
     16 * MiB,

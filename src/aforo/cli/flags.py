@@ -13,7 +13,7 @@ from typing import Any
 from aforo import __version__
 from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, TOOL_MODES
 from aforo.cli.session_keeper import LATEST
-from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
+from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT, RUN_SECONDS
 
 ASK = "ask"
 HELP_WIDTH = 78
@@ -87,6 +87,13 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         metavar="SECONDS",
         help=f"how long one answer may take in all ({ANSWER_TIMEOUT.value:g})",
     )
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long one question may take before the model is asked to answer ({RUN_SECONDS.value:g})",
+    )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument(
         "--tool-mode",
@@ -142,6 +149,7 @@ CONFIG_FLAGS = (
     "tokenizer",
     "read_timeout",
     "answer_timeout",
+    "time_budget",
     "lane",
     "compact_lane",
     "compact_model",

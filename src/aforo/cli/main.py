@@ -44,6 +44,7 @@ EXIT_CODES = {
     "context_overflow": 3,
     "max_turns": 4,
     "no_progress": 4,
+    "time_budget": 4,
     "max_tokens": 5,
     "refusal": 5,
     "empty_answer": 6,
