@@ -43,6 +43,8 @@ def test_an_answer_that_says_nothing_is_asked_again_and_the_placeholder_cannot_c
     # The empty answer was not kept: the second request is the first one again, with the worded schema.
     assert chats[1]["messages"] == chats[0]["messages"]
     assert "pattern" not in _answer_schema(chats[0]) and "pattern" in _answer_schema(chats[1])
+    # The placeholder never reached the screen: nothing is shown before an answer's first word.
+    assert "".join(e["text"] for e in events if e["type"] == "text_delta") == result["answer"]
     said = [e["step"] for e in events if e["type"] == "info" and "step" in e]
     assert said == ["the answer said nothing ('...'); asked again for one in words"]
     # Nothing in the reply format is a value to copy.
