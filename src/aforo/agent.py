@@ -20,10 +20,11 @@ import math
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
+from aforo.context.ledger import evidence_source
 from aforo.context.plan import RecoveryFailed
 from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, HTTPStatusError, ProviderError, RejectedError, TransformError
@@ -70,6 +71,7 @@ class _Run:
     compacted: frozenset[str] = frozenset()  # the compactions the run started with (not its own)
     deadline: float = math.inf  # when the time budget is spent (the agent's clock)
     late: int = 0  # turns started after the deadline
+    read: set[str] = field(default_factory=set)  # the sources (as evidence lists name them) it called
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
@@ -151,7 +153,7 @@ class Agent:
         _stop_if(cancel)
         gov, only = self.governor, run.answer_only
         cap, room = gov.tool_cap(), gov.results_room(run.context)
-        known = summarised(self.messages, run.compacted)
+        known = {s: kept for s, kept in summarised(self.messages, run.compacted).items() if s in run.read}
         batch = answer(
             reply,
             self.tools,
@@ -164,6 +166,8 @@ class Agent:
             known=known,
         )
         run.tool_calls += batch.ran
+        if batch.ran:
+            run.read |= {evidence_source(u) for u in self.messages[-2].tool_uses}
         if batch.summarised:
             run.answer_only = True  # nothing new was asked: the next request allows only the answer
             said = f"asked again for what the compaction summarised ({batch.summarised}); answer requested"

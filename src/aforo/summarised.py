@@ -3,8 +3,8 @@
 After a compaction the 0.5B model sent the same reads again (its evidence list names them), they filled
 the window, it was compacted again, and so on until the time ran out: no answer in 6 minutes. A read a
 compaction of this run summarised is not run again; its result says what the summary keeps of it, and
-a step that asks for nothing else is followed by a request that allows only the answer. Compactions from
-before the run (an earlier question of the session) do not count: a new question may need the file.
+a step that asks for nothing else is followed by a request that allows only the answer. Only what the run
+itself read, summarised by its own compactions, counts: a new question may need the file again.
 """
 
 from __future__ import annotations
