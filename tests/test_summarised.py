@@ -65,3 +65,29 @@ def test_a_compaction_of_an_earlier_question_does_not_stop_a_new_one_from_readin
     assert result.reason == "end_turn"
     last = [r.content for r in agent.messages[-2].tool_results]
     assert len(last) == 1 and last[0].startswith("1\tdef f_0_0(x):")  # read again, for real
+
+
+def test_only_what_this_question_read_is_answered_from_its_summary(tmp_path: Path) -> None:
+    make_files(tmp_path, 2, 8000)
+    agent, rec, _ = make_agent(tmp_path, FakeProvider(rereads), policy=POLICY)
+    agent.run("What does mod00.py define?")
+    before = len(rec.events)
+    steps = iter(["mod01.py", "mod00.py", "mod01.py"])
+
+    def second(request: Request) -> FakeTurn:
+        if is_summary_request(request):
+            return FakeTurn("Goal: say what mod01.py defines.\nEvidence: mod01.py defines f_1_0 and more.")
+        if request.answer_only:
+            return FakeTurn("mod01.py defines f_1_0 and more.")
+        return FakeTurn("", [("Read", {"file_path": next(steps)})])
+
+    agent.provider = FakeProvider(second)
+    result = agent.run("And mod01.py?")
+    assert result.reason == "end_turn"
+    ends = [(e.name, e.lines) for e in rec.events[before:] if e.type == "tool_end"]
+    # mod00.py, read by the first question only, is read for real after this question's compaction
+    # (the compacted message's evidence list still names it); mod01.py, read and summarised in this
+    # one, is not read twice.
+    assert [n for n, _ in ends] == ["Read"] * 3 and ends[1][1] > 100 and ends[2][1] == 1
+    steps_said = [e.fields["step"] for e in rec.events[before:] if e.type == "info"]
+    assert steps_said == ["asked again for what the compaction summarised (Read mod01.py); answer requested"]
