@@ -206,7 +206,14 @@ def test_the_reply_format_holds_no_value_the_model_could_copy_as_an_answer_or_a_
 
 def test_an_answer_says_nothing_when_it_has_no_word_or_only_the_formats_words() -> None:
     nothing = ["", "   ", "...", " . . ", "…", "?!", '{"answer": "..."}', "Answer: ...", "your answer"]
-    something = ["42", "list", "Yes.", "It returns a Counter (counter.py:19).", "数据", "`main()`"]
+    something = [
+        "42",
+        "list",
+        "Yes.",
+        "In the workspace root.",
+        "It returns a Counter (counter.py:19).",
+        "数据",
+    ]
     assert [t for t in nothing if not steps.says_nothing(t, TOOLS)] == []
     assert [t for t in something if steps.says_nothing(t, TOOLS)] == []
 

@@ -134,9 +134,9 @@ def says_nothing(text: str, tools: Sequence[ToolSpec]) -> bool:
     if not words:
         return True
     own = set(re.findall(r"\w+", instructions(tools).lower()))
-    # One word alone may be a real answer ("list"); with punctuation around it (`{"answer": "..."}`,
-    # `answer: ...`) it is the format's shape.
-    shaped = len(words) > 1 or bool(re.search(r"[^\w\s]", text))
+    # The format's words alone can be a real answer ("In the workspace root."); with its shape around
+    # them (braces, quotes, an ellipsis) or its own key, they are the format copied back.
+    shaped = ANSWER in words or bool(re.search(r'[{}\[\]"]|\.\.\.|…', text))
     return shaped and set(words) <= own
 
 
