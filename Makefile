@@ -51,7 +51,7 @@ canary: install
 
 # `aforo --local` builds the local engine on first use (6-15 minutes on 2 cores), then answers.
 demo: install
-	$(BIN)/aforo --local --yes --workspace examples/demo --temperature 0 "Read wordfreq/counter.py and explain it."
+	$(BIN)/aforo --local --yes --workspace examples/demo "Read wordfreq/counter.py and explain it."
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

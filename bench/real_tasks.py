@@ -58,6 +58,8 @@ AFORO_TEXTS = (
     "Reply with one JSON object",
     "Result of Read",
     "asked again for results",
+    "[Not read yet:",
+    "[Already read before the compaction",
 )
 
 

@@ -99,7 +99,7 @@ def test_three_files_read_in_one_step_then_the_answer_streams(tmp_path: Path) ->
     chats = [b for b in bodies if b.get("max_tokens") != 1]
     # No tool definitions: the reply format rides in the system prompt, the schema in response_format.
     assert all("tools" not in b and b["response_format"]["type"] == "json_schema" for b in chats)
-    assert "Reply with one JSON object:" in chats[0]["messages"][0]["content"]
+    assert "Reply with one JSON object with one of these keys:" in chats[0]["messages"][0]["content"]
     # The repeated step was not kept: the last request is the second one again, with the answer's schema.
     assert chats[2]["messages"] == chats[1]["messages"]
     assert chats[1]["messages"][2] == {

@@ -11,12 +11,14 @@ from hypothesis import strategies as st
 from aforo import steps
 from aforo.context.budget import Budget
 from aforo.context.compaction import (
+    LEFT_OUT_HEADER,
     SHORTER,
     CompactionError,
     Piece,
     assemble,
     fit_summary_request,
     keep_tail,
+    omitted,
     summary_request,
     summary_words,
     transcript_pieces,
@@ -27,6 +29,7 @@ from aforo.context.stages import CapResult, cap_text, clear_old_results
 from aforo.context.tokens import Count, MessageEstimates, estimate_request, estimate_text
 from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse
 from aforo.records import Decision
+from aforo.summarised import summarised
 from aforo.wire.openai_chat import messages_to_openai
 
 
@@ -363,3 +366,22 @@ def test_a_first_request_is_never_kept_as_the_tail_of_itself() -> None:
     # Everything from the only request on is the whole conversation: nothing would be summarized.
     messages = [*_run(0, "quote day 1")]
     assert keep_tail(messages, 10**6, _size) == []
+
+
+def test_results_the_summary_request_left_out_are_named_in_the_compacted_message() -> None:
+    messages = [Message.user("find the bug")]
+    for i in range(6):
+        messages += _exchange(i, 1)
+    full = estimate_request(
+        fit_summary_request("m", messages, available=10**6, max_tokens=1, count=estimated)[0]
+    )
+    request, _ = fit_summary_request("m", messages, available=full - 300, max_tokens=1, count=estimated)
+    left_out = omitted(request)
+    assert left_out and left_out == [f"Read f{i}_0.py" for i in range(len(left_out))]  # oldest first
+    whole, _ = fit_summary_request("m", messages, available=10**6, max_tokens=1, count=estimated)
+    assert omitted(whole) == []
+    text = assemble(build_ledger(messages), "Goal: find the bug.", "cp", [], left_out=left_out)[0].text
+    assert f"{LEFT_OUT_HEADER}\n" + "\n".join(f"- <left_out>{s}</left_out>" for s in left_out) in text
+    # A read the summary never saw may be run again in the same question; one it saw may not.
+    known = summarised([Message.user(text)], frozenset())
+    assert not set(left_out) & known.keys() and f"Read f{len(left_out)}_0.py" in known

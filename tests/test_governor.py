@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from aforo import steps
+from aforo.context.compaction import CUT_SUMMARY
+from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
+from aforo.context.policy import Policy
 from aforo.context.tokens import estimate_request
 from aforo.errors import CompactionError, HTTPStatusError, StoreError, TransformError
 from aforo.messages import Message, Request
@@ -24,31 +27,47 @@ def sent_sizes(provider: FakeProvider) -> list[int]:
     return [estimate_request(r) for r in provider.requests]
 
 
-def test_eight_files_at_once_are_capped_and_compacted_never_cleared_unread(tmp_path: Path) -> None:
-    # Eight results the model has not read yet: clearing any of them would only make it ask again.
+def test_eight_files_at_once_are_read_as_far_as_they_fit_and_never_cleared_unread(tmp_path: Path) -> None:
+    # Eight results at the cap are more than the window holds: the step reads what fits before
+    # compaction (each counted at the cap), names the rest, and the model asks for them again.
     files = make_files(tmp_path, 8, 3000)
     provider = FakeProvider(reader_model(files, batch=True))
     agent, rec, journal = make_agent(tmp_path, provider, window=4096)
     result = agent.run(PROMPT)
     assert result.reason == "end_turn", result.error
     assert any(e.truncated for e in rec.of("tool_end")), "the cap fired"
-    assert [e.action for e in rec.of("context")] == ["compacted"]
-    assert [c[1] for c in journal.checkpoints] == ["compact"]  # no clearing, so no checkpoint for one
+    kinds = [e.type for e in rec.events]
+    first = rec.events[: kinds.index("info")]
+    assert [e.input["file_path"] for e in first if e.type == "tool_start"] == files[:3]  # 3 x 614 fit
+    later = ", ".join(f"Read {f}" for f in files[3:])
+    assert rec.of("info")[0].fields == {
+        "step": f"not read yet, for want of room in the context window: {later}"
+    }
+    # The model is told in the last result, and asks for them again.
+    asked = provider.requests[1].messages[-1].tool_results[-1].content
+    assert asked.endswith(
+        f"[Not read yet: the context window holds no more results now. Ask again after this for: {later}.]"
+    )
+    assert sorted(e.input["file_path"] for e in rec.of("tool_start")) == files  # each read once
+    # Results the model has not read yet are never cleared (it would only ask again): compacted only.
+    assert {e.action for e in rec.of("context")} == {"compacted"}
+    assert {c[1] for c in journal.checkpoints} == {"compact"}  # no clearing, so no checkpoint for one
+    assert max(sent_sizes(provider)) <= agent.governor.budget.available
     assert TASK_KEY in agent.messages[-1].text
 
 
-def test_read_results_are_cleared_then_the_rest_compacted(tmp_path: Path) -> None:
-    # Two files, then six: the first two have been read when the six arrive, so they are cleared; the
-    # six unread ones are still too many, so the conversation is compacted.
+def test_read_results_are_cleared_and_the_rest_read_later_without_compaction(tmp_path: Path) -> None:
+    # Two files, then six: the six do not fit, so they are read as room allows, and the results the
+    # model has read are cleared to make it. Once all six came at once and were compacted unread.
     files = make_files(tmp_path, 8, 3000)
     provider = FakeProvider(reader_model(files, batch=(2, 6)))
-    agent, rec, journal = make_agent(tmp_path, provider, window=4096)
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096, policy=Policy(keep_tool_results=2))
     result = agent.run(PROMPT)
     assert result.reason == "end_turn", result.error
     assert any(e.truncated for e in rec.of("tool_end")), "the cap fired"
     actions = [e.action for e in rec.of("context")]
-    assert "cleared" in actions and "compacted" in actions
-    assert actions.index("cleared") < actions.index("compacted")
+    assert actions and set(actions) == {"cleared"}
+    assert sorted(e.input["file_path"] for e in rec.of("tool_start")) == files  # each read once
     # Every transformation left a checkpoint first, with what /undo needs.
     assert len(journal.checkpoints) == len(actions)
     assert [c[1] for c in journal.checkpoints] == ["clear" if a == "cleared" else "compact" for a in actions]
@@ -128,6 +147,19 @@ def test_failed_compaction_warns_and_leaves_conversation(tmp_path: Path, summary
     calls = [r for r in provider.requests if is_summary_request(r)]
     normal = [r for r in provider.requests if not is_summary_request(r)]
     assert len(calls) <= len(normal)
+
+
+def test_a_summary_cut_at_its_output_limit_is_kept_and_the_run_goes_on(tmp_path: Path) -> None:
+    # The 0.5B model wrote past its word budget to the output limit; the run ended context_overflow.
+    cut = "Goal: find the longest file for task BRAVO-2718.\nEvidence: read mod00.py, mod01.py and mod0"
+    provider = FakeProvider(_history_then(FakeTurn(cut, stop_reason="max_tokens"), tmp_path))
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096)
+    result = agent.run(PROMPT)
+    assert result.reason == "end_turn", result.error
+    assert "compacted" in [e.action for e in rec.of("context")]
+    compacted = [m.text for r in provider.requests for m in r.messages if is_compacted(m)]
+    assert compacted and f"{cut}\n{CUT_SUMMARY}" in compacted[0]
+    assert any("cut at its output limit" in (r.cause or "") for r in journal.events("compaction"))
 
 
 def test_truncated_summary_request_is_refused(tmp_path: Path) -> None:
@@ -292,7 +324,8 @@ class NoCheckpoints(MemoryJournal):
 def test_no_checkpoint_no_transformation(tmp_path: Path) -> None:
     files = make_files(tmp_path, 8, 3000)
     provider = FakeProvider(reader_model(files, batch=(2, 6)))
-    agent, rec, journal = make_agent(tmp_path, provider, window=4096, journal=NoCheckpoints())
+    policy = Policy(keep_tool_results=2)
+    agent, rec, journal = make_agent(tmp_path, provider, window=4096, journal=NoCheckpoints(), policy=policy)
     result = agent.run(PROMPT)
     assert rec.of("context") == []  # neither cleared nor compacted
     warnings = [e.message for e in rec.of("warning")]

@@ -10,7 +10,7 @@ from aforo.cli.render import HumanRenderer
 from aforo.cli.status import DELAY, StatusLine
 from aforo.events import ContextAction, Event, Progress, ToolEnd, ToolStart
 from aforo.providers.fake import FakeProvider, Truncate
-from support.scenario import make_agent, make_files, reader_model
+from support.scenario import cleared_then_compacted, make_agent, make_files, reader_model
 
 PROMPT = "Task BRAVO-2718: read every mod*.py file and tell me which one is the longest. Never guess."
 
@@ -20,10 +20,7 @@ def phases(events: list[Event]) -> list[str]:
 
 
 def test_clearing_and_compacting_are_phases_that_end_before_their_line(tmp_path: Path) -> None:
-    files = make_files(tmp_path, 8, 3000)
-    provider = FakeProvider(reader_model(files, batch=(2, 6)))
-    agent, rec, _ = make_agent(tmp_path, provider, window=4096)
-    assert agent.run(PROMPT).reason == "end_turn"
+    _agent, rec, _ = cleared_then_compacted(tmp_path, PROMPT)
     actions = [i for i, e in enumerate(rec.events) if isinstance(e, ContextAction)]
     assert {rec.events[i].action for i in actions} == {"cleared", "compacted"}  # type: ignore[union-attr]
     for i in actions:

@@ -49,15 +49,15 @@ def test_a_step_is_one_tool_form_or_the_answer() -> None:
 def test_the_reply_format_names_each_tool_once_and_does_not_change_when_only_the_answer_may_come() -> None:
     text = steps.instructions(TOOLS)
     assert text.splitlines() == [
-        "Reply with one JSON object:",
-        '{"read": ["file_path", ...]} Read files with line numbers, all you need at once.',
-        '{"find": ["name", ...]} Find where a name (function, class, variable) is defined and used, as '
-        "path:line, all you need at once.",
-        '{"grep": "pattern"} Search file contents for a regex (ripgrep, skipping .gitignored files).',
-        "{\"glob\": \"pattern\"} Find files by name ('*.py', 'src/**/test_*.py'), newest first, skipping "
+        "Reply with one JSON object with one of these keys:",
+        '"read": a list of file paths. Read files with line numbers, only those the question needs.',
+        '"find": a list of names. Find where a name (function, class, variable) is defined and used, as '
+        "path:line, only those the question needs.",
+        '"grep": a pattern. Search file contents for a regex (ripgrep, skipping .gitignored files).',
+        "\"glob\": a pattern. Find files by name ('*.py', 'src/**/test_*.py'), newest first, skipping "
         ".gitignored files.",
-        '{"ls": "path"} List a directory (default: the workspace root).',
-        '{"answer": "..."} your answer, once you have read what it needs.',
+        '"ls": a path. List a directory (default: the workspace root).',
+        '"answer": your answer to the question, in words, once you have read what it needs.',
     ]
     asked = Request("m", (SystemPart("base"),), TOOLS, (Message.user("q"),), 100, constrained=True)
     only = Request(
@@ -196,3 +196,38 @@ def test_the_estimate_counts_the_question_repeated_after_the_newest_results() ->
     # Before any result the question is the last message itself: nothing is repeated.
     asked = request.with_messages(read[:1])
     assert estimate_request(asked) == estimate_request(replace(asked, question=""))
+
+
+def test_the_reply_format_holds_no_value_the_model_could_copy_as_an_answer_or_a_path() -> None:
+    # Shown `{"answer": "..."}` the 0.5B model answered `...`; shown `["file_path", ...]` it read a file
+    # named `file_path`. No JSON value of any kind is written in the format now.
+    text = steps.instructions(TOOLS)
+    for copyable in ('"..."', '"file_path"', '"pattern"', '"path"', "{", "["):
+        assert copyable not in text, copyable
+
+
+def test_an_answer_says_nothing_when_it_has_no_word_or_only_the_formats_words() -> None:
+    nothing = ["", "   ", "...", " . . ", "…", "?!", '{"answer": "..."}', "Answer: ...", "your answer"]
+    something = [
+        "42",
+        "list",
+        "Yes.",
+        "In the workspace root.",
+        "It returns a Counter (counter.py:19).",
+        "数据",
+    ]
+    assert [t for t in nothing if not steps.says_nothing(t, TOOLS)] == []
+    assert [t for t in something if steps.says_nothing(t, TOOLS)] == []
+
+
+def test_asked_again_the_answer_must_start_with_a_letter_or_a_digit() -> None:
+    worded = Draft202012Validator(steps.schema(TOOLS, worded=True))
+    only = Draft202012Validator(steps.schema(TOOLS, answer_only=True, worded=True))
+    for validator in (worded, only):
+        assert not validator.is_valid({"answer": "..."}) and not validator.is_valid({"answer": ""})
+        assert validator.is_valid({"answer": "It returns 3 (a.py:2)."})
+    assert worded.is_valid({"read": ["a.py"]}) and not only.is_valid({"read": ["a.py"]})
+    # The request carries it to the schema the providers send.
+    ask = Request("m", (), TOOLS, (Message.user("q"),), 100, constrained=True, worded=True)
+    assert steps.request_schema(ask) == steps.schema(TOOLS, worded=True)
+    assert steps.request_schema(replace(ask, worded=False)) == steps.schema(TOOLS)

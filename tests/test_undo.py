@@ -7,7 +7,7 @@ from pathlib import Path
 from aforo.context.undo import UNDO_REASON, choose
 from aforo.messages import Message
 from aforo.providers.fake import FakeProvider
-from support.scenario import TASK_KEY, make_agent, make_files, reader_model
+from support.scenario import TASK_KEY, cleared_then_compacted, make_agent, make_files, reader_model
 
 A = (Message.user("a"),)
 B = (Message.user("a"), Message.assistant("b"))
@@ -43,9 +43,7 @@ def test_choose_a_named_checkpoint_by_id_or_its_unique_end() -> None:
 
 
 def test_two_undos_walk_back_through_compaction_then_clearing(tmp_path: Path) -> None:
-    files = make_files(tmp_path, 8, 3000)
-    agent, rec, journal = make_agent(tmp_path, FakeProvider(reader_model(files, batch=(2, 6))), window=4096)
-    assert agent.run(PROMPT).reason == "end_turn"
+    agent, rec, journal = cleared_then_compacted(tmp_path, PROMPT)
     actions = [e.action for e in rec.of("context")]
     assert actions == ["cleared", "compacted"], actions
     before_clear, before_compact = (journal.checkpoints[0][2], journal.checkpoints[1][2])

@@ -36,7 +36,16 @@ class Tagged:
 
 
 RunReason = Literal[
-    "end_turn", "max_turns", "no_progress", "context_overflow", "max_tokens", "refusal", "aborted", "error"
+    "end_turn",
+    "max_turns",
+    "no_progress",
+    "time_budget",
+    "empty_answer",
+    "context_overflow",
+    "max_tokens",
+    "refusal",
+    "aborted",
+    "error",
 ]
 
 

@@ -121,6 +121,13 @@ READ_TIMEOUT = limit(
 CONTENT_ENCODINGS = limit(
     "content_encodings", 3, "layers", "Content-Encoding steps of one server answer (gzip, deflate)"
 )
+RUN_SECONDS = limit(
+    "run_seconds",
+    180,
+    "seconds",
+    "wall time of one question before the model is asked to answer from what it has",
+    setting="--time-budget SECONDS or time_budget in the config file",
+)
 RESPONSE_BYTES = limit(
     "response_bytes",
     16 * MiB,

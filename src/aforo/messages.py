@@ -140,6 +140,8 @@ class Request:
     answer_only: bool = False
     # What the user asked in this run; a constrained request repeats it after the newest results.
     question: str = ""
+    # The answer must have a word in it (a constrained request's schema says so): the one before said nothing.
+    worded: bool = False
 
     @property
     def system_text(self) -> str:

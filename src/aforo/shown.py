@@ -8,6 +8,7 @@ shown, at `settle` (a silent server whose window is a guess).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 from aforo.events import EventSink, TextCall, TextDelta
@@ -17,11 +18,14 @@ from aforo.text_hold import TextHold
 from aforo.tool_batch import tool_uses
 from aforo.tools.registry import ToolRegistry
 
+_WORD = re.compile(r"\w")
+
 
 class Shown:
     def __init__(self, tools: ToolRegistry, emit: EventSink, *, live: bool) -> None:
         self.tools, self.emit, self.live = tools, emit, live
         self.hold = TextHold(tools.names)
+        self.unspoken, self.spoke = "", False
 
     @property
     def on_text(self) -> Callable[[str], None] | None:
@@ -42,5 +46,12 @@ class Shown:
             self.emit(TextCall(held.text, tuple({"name": n, "input": a} for n, a in held.calls)))
 
     def _show(self, text: str) -> None:
+        # Nothing is shown before the answer's first word: an answer that says nothing (`...`) is not
+        # the answer, and the agent asks again.
+        if not self.spoke:
+            self.unspoken += text
+            if not _WORD.search(self.unspoken):
+                return
+            text, self.unspoken, self.spoke = self.unspoken, "", True
         if text:
             self.emit(TextDelta(text))

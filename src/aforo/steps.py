@@ -16,6 +16,7 @@ generated: `AnswerStream` decodes the JSON string of `{"answer": "..."}` piece b
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -88,25 +89,57 @@ def forms(tools: Sequence[ToolSpec]) -> list[StepForm]:
 
 
 _ANSWER_SCHEMA = object_schema({ANSWER: {"type": "string"}}, required=[ANSWER])
+# Asked again after an answer that said nothing: this one must start with a letter or a digit, so the
+# grammar the server builds from it cannot write `...` (llama.cpp's converter takes an anchored pattern).
+WORDED = "^[0-9A-Za-z].*$"
+_WORDED_SCHEMA = object_schema({ANSWER: {"type": "string", "pattern": WORDED}}, required=[ANSWER])
 
 
-def schema(tools: Sequence[ToolSpec], *, answer_only: bool = False) -> dict[str, Any]:
-    """The JSON schema of one step: one of the tools' forms, or the answer."""
+def schema(tools: Sequence[ToolSpec], *, answer_only: bool = False, worded: bool = False) -> dict[str, Any]:
+    """The JSON schema of one step: one of the tools' forms, or the answer (`worded`: one that starts
+    with a letter or a digit)."""
+    answer = _WORDED_SCHEMA if worded else _ANSWER_SCHEMA
     if answer_only:
-        return _ANSWER_SCHEMA
-    return {"oneOf": [*(f.object_schema() for f in forms(tools)), _ANSWER_SCHEMA]}
+        return answer
+    return {"oneOf": [*(f.object_schema() for f in forms(tools)), answer]}
+
+
+def request_schema(request: Request) -> dict[str, Any]:
+    """The schema a constrained request sends (`response_format`, Ollama's `format`)."""
+    return schema(request.tools, answer_only=request.answer_only, worded=request.worded)
 
 
 def instructions(tools: Sequence[ToolSpec]) -> str:
     """The reply format, for the system prompt: one line per tool, from its spec. The same when only
-    the answer is allowed (the schema says so): the prompt, and the server's cache of it, stay the same."""
-    lines = ["Reply with one JSON object:"]
+    the answer is allowed (the schema says so): the prompt, and the server's cache of it, stay the same.
+
+    Nothing in it is a value the model could copy: shown `{"answer": "..."}`, Qwen2.5-Coder 0.5B at the
+    server's default temperature answered `...`, four times out of four, and `["file_path", ...]` made it
+    read a file named `file_path`. Each key's value is said in words instead."""
+    lines = ["Reply with one JSON object with one of these keys:"]
     for f in forms(tools):
-        value = f'["{f.primary}", ...]' if f.batch else f'"{f.primary}"'
-        also = ", all you need at once" if f.batch else ""
-        lines.append(f'{{"{f.key}": {value}}} {f.summary}{also}.')
-    lines.append(f'{{"{ANSWER}": "..."}} your answer, once you have read what it needs.')
+        value = f"a list of {_words(f.primary)}s" if f.batch else f"a {_words(f.primary)}"
+        also = ", only those the question needs" if f.batch else ""
+        lines.append(f'"{f.key}": {value}. {f.summary}{also}.')
+    lines.append(f'"{ANSWER}": your answer to the question, in words, once you have read what it needs.')
     return "\n".join(lines)
+
+
+def _words(name: str) -> str:
+    return name.replace("_", " ")
+
+
+def says_nothing(text: str, tools: Sequence[ToolSpec]) -> bool:
+    """An answer with no word in it (empty, only punctuation or whitespace: the `...` a format example
+    showed), or one made only of the reply format's own words (the format copied back)."""
+    words = re.findall(r"\w+", text.lower())
+    if not words:
+        return True
+    own = set(re.findall(r"\w+", instructions(tools).lower()))
+    # The format's words alone can be a real answer ("In the workspace root."); with its shape around
+    # them (braces, quotes, an ellipsis) or its own key, they are the format copied back.
+    shaped = ANSWER in words or bool(re.search(r'[{}\[\]"]|\.\.\.|…', text))
+    return shaped and set(words) <= own
 
 
 # --- the conversation, as the model writes it ------------------------------------------------------

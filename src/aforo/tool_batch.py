@@ -18,21 +18,24 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import count
 
 from aforo import safejson
 from aforo.context.conversation import Conversation
+from aforo.context.ledger import evidence_source
 from aforo.context.stages import Cap, cap_text
 from aforo.context.tokens import estimate_text
 from aforo.errors import LimitExceeded
-from aforo.events import EventSink, ToolEnd, ToolStart
+from aforo.events import EventSink, Info, ToolEnd, ToolStart
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
 from aforo.providers.textcalls import extract_text_tool_calls
+from aforo.steps import result_label, says_nothing
 from aforo.stream import Reply
+from aforo.summarised import note
 from aforo.tools.registry import ToolRegistry
 
 MAX_WORKERS = 8
@@ -54,10 +57,13 @@ def _key(use: ToolUse) -> str:
 @dataclass(frozen=True)
 class Batch:
     """What became of one answer: how many calls ran, or (`stalled`, naming them) calls that would
-    make no progress, which were not added: only repeats, or any call where only an answer may come."""
+    make no progress, which were not added: only repeats, or any call where only an answer may come;
+    or an answer that says nothing, not added either."""
 
     ran: int = 0
     stalled: str = ""
+    said_nothing: bool = False  # an answer with no word in it, or the reply format copied: not added
+    summarised: str = ""  # the calls, when each was summarised by a compaction of this run or is shown
 
 
 def answer(
@@ -70,26 +76,88 @@ def answer(
     *,
     answer_only: bool = False,
     question: str = "",
+    room: int | None = None,
+    known: Mapping[str, str] | None = None,
 ) -> Batch:
     """Add the model's answer to the conversation and run the tools it calls.
 
-    A `cancel` (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
+    `room`: the tokens new results may take (None: no bound but the cap); calls past it are not kept,
+    and the last result names them. `known`: sources a compaction of this run summarised -> its summary
+    (aforo.summarised); a call of one is not run, its result says what the summary keeps. A `cancel`
+    (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
     text, uses = tool_uses(reply, tools, conversation.messages)
-    if uses and (answer_only or {_key(u) for u in uses} <= seen_calls(conversation.messages)):
+    if not uses and reply.end.stop_reason == "end_turn" and says_nothing(text, tools.specs):
+        return Batch(said_nothing=True)
+    seen = seen_calls(conversation.messages)
+    if uses and (answer_only or {_key(u) for u in uses} <= seen):
         return Batch(stalled=_labels(uses))
+    known = known or {}
+    told = {
+        _key(u): note(u, known[evidence_source(u)])
+        for u in uses
+        if evidence_source(u) in known and _key(u) not in seen
+    }
+    answered = answered_calls(conversation.messages)
+    uses, later = within(uses, {**answered, **told}, cap, room)
     blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
     conversation.append(Message("assistant", (*blocks, *uses)))
     if not uses:
         return Batch()
     for use in uses:
         emit(ToolStart(use.id, use.name, use.input))
-    answered = answered_calls(conversation.messages[:-1])
-    outcomes = run_batch(tools, uses, cap=cap, answered=answered, cancel=cancel, question=question)
+    outcomes = run_batch(
+        tools, uses, cap=cap, answered=answered, told=told, cancel=cancel, question=question
+    )
+    if later:
+        outcomes[-1] = _with_note(outcomes[-1], later)
+        emit(Info({"step": f"not read yet, for want of room in the context window: {_targets(later)}"}))
     # Appended before the events are emitted: whoever persists on events saves the results too.
     conversation.append(Message("user", tuple(o.result for o in outcomes)))
     for o in outcomes:
         emit(tool_end(o, cap.ratio))
-    return Batch(ran=len(uses))
+    nothing_new = bool(told) and {_key(u) for u in uses} <= seen | told.keys()
+    return Batch(ran=len(uses), summarised=_labels(uses) if nothing_new else "")
+
+
+def within(
+    uses: list[ToolUse], answered: dict[str, str], cap: Cap, room: int | None
+) -> tuple[list[ToolUse], list[ToolUse]]:
+    """The calls whose results fit `room`, each new one counted at the cap (all it may take), in the
+    order asked, and the calls left for later. The first new call always runs: a step must make
+    progress, and once its result is in, clearing and compaction make room for the next (a compaction
+    keeps that last exchange verbatim).
+
+    Asked "what does this package do?" the 0.5B model named the whole file list in its first step: twelve
+    results at the cap, 8 000-11 000 tokens where 6 144 fit, compacted before it read any of them."""
+    if room is None:
+        return uses, []
+    kept: list[ToolUse] = []
+    later: list[ToolUse] = []
+    new: set[str] = set()
+    for use in uses:
+        key = _key(use)
+        if key in answered or key in new:  # a pointer to a result, not a new one
+            kept.append(use)
+        elif later or (new and (len(new) + 1) * cap.tokens > room):
+            later.append(use)
+        else:
+            new.add(key)
+            kept.append(use)
+    return kept, later
+
+
+def _targets(uses: Sequence[ToolUse]) -> str:
+    return ", ".join(dict.fromkeys(result_label(u) for u in uses))
+
+
+def _with_note(outcome: CallOutcome, later: Sequence[ToolUse]) -> CallOutcome:
+    """The last result, naming the calls of its step that were not run: the model asks for them again."""
+    note = (
+        f"\n[Not read yet: the context window holds no more results now. Ask again after this for: "
+        f"{_targets(later)}.]"
+    )
+    result = replace(outcome.result, content=outcome.result.content + note)
+    return replace(outcome, result=result)
 
 
 def _labels(uses: Sequence[ToolUse], shown: int = 3) -> str:
@@ -165,16 +233,18 @@ def run_batch(
     *,
     cap: Cap,
     answered: dict[str, str] | None = None,
+    told: Mapping[str, str] | None = None,
     cancel: threading.Event | None = None,
     question: str = "",
 ) -> list[CallOutcome]:
     """`answered` holds calls already answered earlier in the conversation: a small model that loops
-    on the same Read gets a pointer to the result it already has instead of the output again."""
-    answered = answered or {}
+    on the same Read gets a pointer to the result it already has instead of the output again. `told`:
+    calls answered by a note instead of running (a compaction summarised them)."""
+    answered, told = answered or {}, told or {}
     first: dict[str, ToolUse] = {}
     for use in uses:
         first.setdefault(_key(use), use)
-    distinct = [u for k, u in first.items() if k not in answered]
+    distinct = [u for k, u in first.items() if k not in answered and k not in told]
 
     def run_one(use: ToolUse) -> tuple[ToolOutput, float]:
         started = time.monotonic()
@@ -189,6 +259,11 @@ def run_batch(
             ran = dict(zip((u.id for u in distinct), pool.map(run_one, distinct), strict=True))
     outcomes = []
     for use in uses:
+        if _key(use) in told:
+            # Marked cleared: its output is not here, so a later question may run it for real.
+            result = ToolResult(use.id, told[_key(use)], cleared=True)
+            outcomes.append(CallOutcome(use, result, 0.0, False, None))
+            continue
         earlier = answered.get(_key(use))
         if earlier is not None:
             note = (

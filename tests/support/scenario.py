@@ -17,7 +17,7 @@ from aforo.context.policy import Policy
 from aforo.events import Event
 from aforo.messages import Request, SystemPart, ToolResult
 from aforo.protocols import Provider, TokenCounter
-from aforo.providers.fake import FakeTurn
+from aforo.providers.fake import FakeProvider, FakeTurn
 from aforo.tools.registry import default_registry
 
 TASK_KEY = "BRAVO-2718"
@@ -128,3 +128,16 @@ def reader_model(files: list[str], *, batch: bool | int | tuple[int, ...], task_
         return FakeTurn("", [("Read", {"file_path": f}) for f in todo[:size]])
 
     return respond
+
+
+def cleared_then_compacted(workspace: Path, prompt: str) -> tuple[Agent, Recorder, MemoryJournal]:
+    """A run that clears (four files at once with three results kept: the first is cleared once the model
+    has read them), then a /compact. A batch of reads no longer fills the window past compaction (each
+    call is counted at the cap), so a run that both clears and compacts takes an explicit compaction."""
+    files = make_files(workspace, 4, 3000)
+    provider = FakeProvider(reader_model(files, batch=True))
+    agent, rec, journal = make_agent(workspace, provider, window=4096, policy=Policy(keep_tool_results=3))
+    result = agent.run(prompt)
+    assert result.reason == "end_turn", result.error
+    agent.governor.compact_now(agent.request(), provider)
+    return agent, rec, journal

@@ -29,7 +29,7 @@ import platformdirs
 from aforo.cli.lanes import LaneConfig, check_base_url, lane_named, main_route, parse_lanes, untrusted_lanes
 from aforo.context.policy import Policy
 from aforo.errors import ConfigError, LimitExceeded, StoreError, ToolError
-from aforo.limits import ANSWER_TIMEOUT, CONFIG_BYTES, READ_TIMEOUT
+from aforo.limits import ANSWER_TIMEOUT, CONFIG_BYTES, READ_TIMEOUT, RUN_SECONDS
 from aforo.server_kinds import SERVER_KINDS
 from aforo.store.trust import TrustStore, digest
 from aforo.tools.workspace import open_regular, resolve
@@ -67,7 +67,10 @@ class Config:
     context_window_source: str | None = None
     max_tokens: int = 8192
     max_turns: int = 25
-    temperature: float | None = None
+    time_budget: float = RUN_SECONDS.value
+    # Greedy by default: a server's own default is tuned for chat, and at it the 0.5B model answered `...`
+    # 4 times out of 4 where at 0 it answered (issue 32); aider sends 0 too unless told otherwise.
+    temperature: float = 0.0
     # auto: constrained steps where the server can force a JSON schema (aforo.steps), else tool
     # definitions; "constrained" / "native" choose one.
     tool_mode: str = "auto"
@@ -115,6 +118,7 @@ _FLOAT_KEYS = {
     "temperature",
     "read_timeout",
     "answer_timeout",
+    "time_budget",
 }
 _POLICY_KEYS = {f.name for f in fields(Policy)}
 

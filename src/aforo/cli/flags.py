@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 from aforo import __version__
 from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, TOOL_MODES
 from aforo.cli.session_keeper import LATEST
-from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT
+from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT, RUN_SECONDS
 
 ASK = "ask"
 HELP_WIDTH = 78
@@ -90,7 +90,7 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
     parser.add_argument("--max-tokens", type=int, default=NOT_GIVEN, help="cap of the answer reserve")
     parser.add_argument("--max-turns", type=int, default=NOT_GIVEN, help="model calls per prompt (25)")
     parser.add_argument(
-        "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: the server's)"
+        "--temperature", type=float, default=NOT_GIVEN, help="sampling temperature (default: 0)"
     )
     parser.add_argument(
         "--read-timeout",
@@ -105,6 +105,13 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         default=NOT_GIVEN,
         metavar="SECONDS",
         help=f"how long one answer may take in all ({ANSWER_TIMEOUT.value:g})",
+    )
+    parser.add_argument(
+        "--time-budget",
+        type=float,
+        default=NOT_GIVEN,
+        metavar="SECONDS",
+        help=f"how long one question may take before the model is asked to answer ({RUN_SECONDS.value:g})",
     )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument(
@@ -170,6 +177,7 @@ CONFIG_FLAGS = (
     "tokenizer",
     "read_timeout",
     "answer_timeout",
+    "time_budget",
     "lane",
     "compact_lane",
     "compact_model",

@@ -45,8 +45,10 @@ EXIT_CODES = {
     "context_overflow": 3,
     "max_turns": 4,
     "no_progress": 4,
+    "time_budget": 4,
     "max_tokens": 5,
     "refusal": 5,
+    "empty_answer": 6,
     "aborted": 130,
 }
 EXIT_USAGE = 2

@@ -176,6 +176,11 @@ class HumanRenderer:
             f"window: {f['window']} tokens from {f.get('window_source')}, {f.get('reserve')} reserved for "
             f"the answer, counts {counts} ({f.get('counter')})",
         ]
+        if "time_budget" in f:
+            lines.append(
+                f"each question: up to {f.get('max_turns')} model calls and {f['time_budget']:g} s, then "
+                "an answer from what it has (--max-turns, --time-budget)"
+            )
         if f.get("tool_mode") == "constrained":
             lines.append("tools: each answer is one JSON step the server's schema forces (--tool-mode)")
         if f.get("answers") == "held":

@@ -207,6 +207,7 @@ def build_runtime(
         system=prompt.parts,
         emit=emit,
         max_turns=cfg.max_turns,
+        time_budget=cfg.time_budget,
         temperature=cfg.temperature,
         live_text=live,
         constrained=constrained,
@@ -236,6 +237,8 @@ def _info(cfg: Config, main: OpenLane, compaction: Lane | None) -> dict[str, obj
         "window_source": main.window_source,
         "reserve": main.budget.reserve,
         "counter": main.counter.name if main.counter else "estimate",
+        "max_turns": cfg.max_turns,
+        "time_budget": cfg.time_budget,
     }
     if compaction is not None:
         fields |= {

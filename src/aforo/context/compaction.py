@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -30,6 +30,7 @@ from aforo.context.ledger import (
     Ledger,
     build_ledger,
     evidence_line,
+    evidence_source,
     is_compacted,
 )
 from aforo.context.overflow import EXACT_TOLERANCE, OVERFLOW_MIN_GROWTH_COMPACT, looks_truncated
@@ -49,6 +50,8 @@ Next action: the single next step to finish the task.
 Be specific: name files, functions and numbers. Do not invent anything. Output only the summary."""
 
 OMITTED_OUTPUT = "[output omitted to fit the summary request; re-run the tool to see it]"
+LEFT_OUT_HEADER = "## Results the summary could not see (left out to fit its request; re-run to see them)"
+CUT_SUMMARY = "[The summary was cut at its output limit.]"
 # How each kind of piece is shortened, in the order they are given up: re-runnable output first, then
 # the assistant's prose (its head kept), then the call markers themselves (the evidence list keeps them).
 SHORTER = {
@@ -115,6 +118,24 @@ def transcript_pieces(messages: list[Message] | tuple[Message, ...]) -> list[Pie
 
 def render(pieces: list[Piece]) -> str:
     return "\n\n".join(f"<{p.role}>\n{p.text}\n</{p.role.split(' ', 1)[0]}>" for p in pieces if p.text)
+
+
+_OMITTED = re.compile(r"<(?:result|error) of (\w+) (\{.*\})>\n" + re.escape(OMITTED_OUTPUT))
+
+
+def omitted(request: Request) -> list[str]:
+    """The sources (as the evidence list names them) of the results a summary request left out to fit:
+    the summary knows nothing of them, so the compacted message names them instead of losing them."""
+    text = request.messages[-1].text if request.messages else ""
+    found: dict[str, None] = {}
+    for name, args in _OMITTED.findall(text):
+        try:
+            parsed = json.loads(args)
+        except ValueError:
+            continue
+        if isinstance(parsed, dict):
+            found[evidence_source(ToolUse("", name, parsed))] = None
+    return list(found)
 
 
 # A summary is worth applying only if it is much shorter than what it replaces (aforo keeps the requests
@@ -265,7 +286,11 @@ def newest_evidence(ledger: Ledger, budget_tokens: int | None) -> tuple[list[str
 
 
 def compacted_message(
-    ledger: Ledger, summary: str, checkpoint: str | None, evidence_tokens: int | None = None
+    ledger: Ledger,
+    summary: str,
+    checkpoint: str | None,
+    evidence_tokens: int | None = None,
+    left_out: Sequence[str] = (),
 ) -> Message:
     lines = [f"{COMPACTED_HEADER} Checkpoint: {checkpoint or 'none'} (/undo restores the conversation).]"]
     lines.append("\n## The user's requests, verbatim")
@@ -277,11 +302,14 @@ def compacted_message(
     if summary.strip():
         lines.append(f"\n{SUMMARY_HEADER}")
         lines.append(summary.strip())
+    if left_out:
+        lines.append(f"\n{LEFT_OUT_HEADER}")
+        lines += [f"- <left_out>{source}</left_out>" for source in left_out]
     if ledger.evidence:
-        kept, left_out = newest_evidence(ledger, evidence_tokens)
+        kept, older = newest_evidence(ledger, evidence_tokens)
         lines.append(f"\n{EVIDENCE_HEADER}")
-        if left_out:
-            lines.append(f"- ({left_out} older sources left out to save room; the checkpoint lists them)")
+        if older:
+            lines.append(f"- ({older} older sources left out to save room; the checkpoint lists them)")
         lines += kept
     lines.append(f"\n{CONTINUE}")
     return Message.user("\n".join(lines))
@@ -294,6 +322,7 @@ def assemble(
     tail: list[Message],
     *,
     evidence_tokens: int | None = None,
+    left_out: Sequence[str] = (),
 ) -> list[Message]:
     """The compacted conversation: the compacted message, then the tail. Nothing answers it in the
     model's name: an acknowledgement there ("Understood. I will continue the task from this summary.")
@@ -301,7 +330,7 @@ def assemble(
     or without reading anything (an invented `jso` function); without it, it read the files again. A
     request after it (the tail's, or the next prompt's) is joined to it on the wire (`wire.chat`,
     `steps.render`), so no chat template sees two user turns in a row."""
-    return [compacted_message(ledger, summary, checkpoint, evidence_tokens), *tail]
+    return [compacted_message(ledger, summary, checkpoint, evidence_tokens, left_out), *tail]
 
 
 def compact(room: Room) -> Plan | None:
@@ -365,7 +394,8 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
             "summary would miss part of the conversation; the conversation was left as it was. Set that "
             "lane's real context window (--context-window, or its context_window)."
         )
-    if reply.end.stop_reason in ("max_tokens", "refusal"):
+    cut = reply.end.stop_reason == "max_tokens"
+    if reply.end.stop_reason == "refusal" or (cut and not _says_something(reply.text)):
         raise CompactionError(
             f"the summary was not completed (stop reason {reply.end.stop_reason}, output limit "
             f"{summary_req.max_tokens} tokens); the conversation was left as it was. Raise the context "
@@ -375,7 +405,12 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
         raise CompactionError("the model returned an empty summary; the conversation was left as it was")
     lane.calibrate(sent)
     ledger = build_ledger(messages)
+    # A summary cut by its output limit still says what it got to (the 0.5B model wrote past its word
+    # budget to the 2 048-token limit, and the run ended `context_overflow`): kept, marked as cut.
     summary = reply.text if _says_something(reply.text) else ""
+    if cut:
+        summary = f"{summary.rstrip()}\n{CUT_SUMMARY}"
+    left_out = omitted(summary_req)
     missing = ledger.missing_from(summary)
     budget = int(TAIL_SHARE * available)
     # A forced compaction (/compact, the recovery from a refusal) is asked for room: no worked example.
@@ -392,6 +427,7 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
             checkpoint,
             tail,
             evidence_tokens=int(EVIDENCE_SHARE * available),
+            left_out=left_out,
         )
         after = room.count(room.request.with_messages(compacted))
         if after.tokens <= available and after.tokens < before:
@@ -410,6 +446,10 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
             "applied; the conversation was left as it was"
         )
     causes = [] if summary else ["the model's summary said nothing and was left out"]
+    if cut:
+        causes.append(f"the summary was cut at its output limit ({summary_req.max_tokens} tokens) and kept")
+    if left_out:
+        causes.append(f"{len(left_out)} results left out of the summary request are named")
     if missing:
         causes.append(f"re-attached verbatim {len(missing)} ledger items the summary missed")
     return Outcome(

@@ -100,6 +100,11 @@ class Governor:
         """The cap of stage 1: no single tool result may exceed it."""
         return Cap(self.policy.cap_tokens(self._budget), self.meter.calibration.ratio)
 
+    def results_room(self, context: int) -> int:
+        """The tokens new tool results may add to a conversation of `context` tokens before it reaches
+        compaction: a batch that filled the window would be compacted before the model read it."""
+        return int(self.policy.compact_threshold(self._budget)) - context
+
     def breakdown(self, request: Request) -> Breakdown:
         """What fills the window, by section (/context)."""
         return break_down(request, self._budget, self.meter.count(request), self.meter.calibration.ratio)

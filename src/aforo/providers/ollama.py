@@ -140,7 +140,7 @@ class OllamaProvider(Closing):
         }
         if constrained:
             # A JSON schema as `format` (Ollama 0.5+) forces one step, answer or calls (aforo.steps).
-            body["format"] = steps.schema(request.tools, answer_only=request.answer_only)
+            body["format"] = steps.request_schema(request)
         elif request.tools and not request.answer_only:  # no tool_choice in /api/chat: no tools at all
             body["tools"] = tools_to_openai(request.tools)
         if supports_truncate_flag(self.version):

@@ -43,7 +43,7 @@ def messages_to_openai(request: Request) -> list[dict[str, Any]]:
 
 def step_format(request: Request) -> dict[str, Any]:
     """`response_format` forcing one constrained step (llama-server, vLLM, LM Studio read it)."""
-    schema = steps.schema(request.tools, answer_only=request.answer_only)
+    schema = steps.request_schema(request)
     return {"type": "json_schema", "json_schema": {"name": "step", "strict": True, "schema": schema}}
 
 
