@@ -105,9 +105,7 @@ def answer(
         return Batch()
     for use in uses:
         emit(ToolStart(use.id, use.name, use.input))
-    outcomes = run_batch(
-        tools, uses, cap=cap, answered=answered, told=told, cancel=cancel, question=question
-    )
+    outcomes = run_batch(tools, uses, cap=cap, answered=answered, told=told, cancel=cancel, question=question)
     if later:
         outcomes[-1] = _with_note(outcomes[-1], later)
         emit(Info({"step": f"not read yet, for want of room in the context window: {_targets(later)}"}))
