@@ -24,7 +24,7 @@ from aforo.protocols import ToolContext
 from aforo.tools import ripgrep
 from aforo.tools.deadline import check
 from aforo.tools.names import show
-from aforo.tools.syntax import PYTHON_SUFFIXES, Site, outline
+from aforo.tools.syntax import GRAMMARS, PYTHON_SUFFIXES, Site, has_syntax, outline
 
 _MENTION_CHARS = 160
 _CACHED_FILES = 512
@@ -46,11 +46,11 @@ def is_python(path: str) -> bool:
 
 
 def file_sites(path: Path, shown: str, ctx: ToolContext | None = None) -> list[Site]:
-    """The outline of the file at `path`, its sites citing it as `shown`; empty when it is not Python,
-    is larger than `symbol_file_bytes`, cannot be read or does not parse."""
+    """The outline of the file at `path`, its sites citing it as `shown`; empty when its language has no
+    syntax tree here, it is larger than `symbol_file_bytes`, cannot be read or does not parse."""
     if ctx is not None:
         check(ctx)
-    if not is_python(path.name):
+    if not has_syntax(path.name):
         return []
     try:
         info = os.stat(path)
@@ -143,15 +143,26 @@ def _too_big(path: Path) -> bool:
 
 
 def _files_defining(root: Path, word: str, ctx: ToolContext) -> list[str]:
-    """The Python files with a line that looks like a definition of `word`; the syntax tree decides.
+    """The source files with a line that looks like a definition of `word`; the syntax tree decides.
 
     Only those are parsed: `group` is spelled in hundreds of files of a large tree, defined in few."""
-    globs = [arg for suffix in PYTHON_SUFFIXES for arg in ("--glob", f"*{suffix}")]
     name = re.escape(word)
     # Rust regex: no lookahead, so "= but not ==" is spelled out.
-    pattern = rf"^\s*((async\s+)?def|class)\s+{name}\b|^\s*{name}\s*(:[^=]*)?=([^=]|$)"
-    argv = ["--null", "--files-with-matches", *globs, "-e", pattern, "--", "."]
-    with ripgrep.RgProcess(argv, root, ctx, sep=b"\0") as proc:
-        files = [ripgrep.strip_dot(os.fsdecode(r)) for r in proc.records() if r]
-    proc.finish()
+    python = rf"^\s*((async\s+)?def|class)\s+{name}\b|^\s*{name}\s*(:[^=]*)?=([^=]|$)"
+    # A keyword before the name (func, class, fn, const, #define, impl ... for), or a declaration that
+    # starts its line (C's `int *parse(`, Java's `void run(`, a JS method, Go's `func (s *S) Serve(`),
+    # a name a Go block declares (`Max = 3`, `Handler struct{}`), a C typedef's `} Point;`.
+    keywords = r"function\*?|class|interface|type|enum|struct|union|trait|impl|fn|func|const|let|var|static"
+    braces = (
+        rf"\b({keywords}|define|for|macro_rules!)\s+{name}\b|^\s*([\w*&<>\[\],.:()]+\s+)*\**{name}\s*[(<]"
+    )
+    braces += rf"|^\s*{name}\s*[=:]|^\s*{name}\s+[\w*\[]|\}}\s*{name}\s*;"
+    python_globs = [arg for suffix in PYTHON_SUFFIXES for arg in ("--glob", f"*{suffix}")]
+    other_globs = [arg for suffix in sorted(GRAMMARS) for arg in ("--iglob", f"*{suffix}")]
+    files: list[str] = []
+    for globs, pattern in ((python_globs, python), (other_globs, braces)):
+        argv = ["--null", "--files-with-matches", *globs, "-e", pattern, "--", "."]
+        with ripgrep.RgProcess(argv, root, ctx, sep=b"\0") as proc:
+            files += [ripgrep.strip_dot(os.fsdecode(r)) for r in proc.records() if r]
+        proc.finish()
     return files

@@ -265,7 +265,7 @@ def _site(path: str, name: str, kind: str, node: Any, depth: int, lines: list[by
     row, column = body.start_point if body is not None else (first, None)
     header = lines[first : row + 1] or [b""]
     header[-1] = header[-1][:column]
-    signature = _joined([line.decode("utf-8", errors="replace") for line in header])
+    signature = _joined([text for line in header if (text := line.decode("utf-8", errors="replace").strip())])
     return Site(path, name, kind, first + 1, first + 1, last + 1, signature, depth)
 
 
