@@ -15,7 +15,8 @@ from aforo.limits import SYMBOL_FILES
 from aforo.protocols import ToolContext
 from aforo.tools import Find, Read, read_tool, symbols
 from aforo.tools.registry import default_registry
-from aforo.tools.symbols import definitions, file_sites, mentions, outline
+from aforo.tools.symbols import definitions, file_sites, mentions
+from aforo.tools.syntax import outline
 
 SHAPES = '''import hashlib
 

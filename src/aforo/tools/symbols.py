@@ -16,7 +16,7 @@ import functools
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from aforo.limits import SYMBOL_FILE_BYTES, SYMBOL_FILES
@@ -39,10 +39,6 @@ class Mention:
 
     def cite(self) -> str:
         return f"{self.path}:{self.line}: {self.text}"
-
-
-def is_python(path: str) -> bool:
-    return PurePosixPath(path).suffix in PYTHON_SUFFIXES
 
 
 def file_sites(path: Path, shown: str, ctx: ToolContext | None = None) -> list[Site]:

@@ -143,9 +143,13 @@ def suffix(path: str) -> str:
     return path[dot:].lower() if dot > path.rfind("/") else ""
 
 
+def is_python(path: str) -> bool:
+    return PurePosixPath(path).suffix in PYTHON_SUFFIXES
+
+
 def has_syntax(path: str) -> bool:
     """Whether the file at `path` has its definitions from a syntax tree here (its name says the language)."""
-    return PurePosixPath(path).suffix in PYTHON_SUFFIXES or suffix(path) in GRAMMARS
+    return is_python(path) or suffix(path) in GRAMMARS
 
 
 def outline(source: str | bytes, path: str = "") -> list[Site] | None:
