@@ -456,3 +456,16 @@ def test_find_looks_in_the_files_of_each_language_that_may_define_the_name(
         f"{name} is defined at:",
         cited,
     ]
+
+
+def test_the_tools_never_import_navigate() -> None:
+    # navigate sits above tools (it reads tools/syntax): an import back would make a circle.
+    import ast as syntax_tree
+
+    tools = Path(symbols.__file__).parent
+    for module in tools.glob("*.py"):
+        for node in syntax_tree.walk(syntax_tree.parse(module.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, syntax_tree.Import) else []
+            if isinstance(node, syntax_tree.ImportFrom):
+                names = [node.module or ""]
+            assert not any(n.startswith("aforo.navigate") for n in names), module
