@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from aforo.tools.outline import outline as counted
+from aforo.tools.outline import summary
 from aforo.tools.syntax import Site, outline
 
 REGION_LINES = 40  # of one definition the question names: its head, where the signature and docs are
@@ -47,7 +47,7 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
     named = named[:_MAX_REGIONS]
     if not listed and not named:
         return None
-    defines = counted(source)  # as a whole file's Read says it, names bounded, counts exact
+    defines = summary(sites)  # as a whole file's Read says it, names bounded, counts exact
     facts = f"{shown_path}: {len(lines)} lines" + (f"; {defines}" if defines else "")
     head = (
         f"({shown_path}: {len(lines)} lines, too long to show whole. Its definitions"

@@ -13,7 +13,9 @@ Only Python, from its syntax tree (`tools/syntax.py`), and only the top level.
 
 from __future__ import annotations
 
-from aforo.tools.syntax import CLASS, FUNCTION
+from collections.abc import Sequence
+
+from aforo.tools.syntax import CLASS, FUNCTION, Site
 from aforo.tools.syntax import outline as definitions
 
 MAX_NAMES = 24  # a file of hundreds of functions costs a line, not a paragraph; the counts stay exact
@@ -22,8 +24,11 @@ MAX_NAMES = 24  # a file of hundreds of functions costs a line, not a paragraph;
 def outline(source: str) -> str | None:
     """`3 functions: a, b, c; 1 class: C`, or None when the source does not parse or defines neither."""
     sites = definitions(source)
-    if sites is None:
-        return None
+    return None if sites is None else summary(sites)
+
+
+def summary(sites: Sequence[Site]) -> str | None:
+    """`outline`, of a file's definitions already read; None when it has no top-level function or class."""
     functions = [s.name for s in sites if s.depth == 0 and s.kind == FUNCTION]
     classes = [s.name for s in sites if s.depth == 0 and s.kind == CLASS]
     room = MAX_NAMES
