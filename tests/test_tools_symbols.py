@@ -469,3 +469,10 @@ def test_the_tools_never_import_navigate() -> None:
             if isinstance(node, syntax_tree.ImportFrom):
                 names = [node.module or ""]
             assert not any(n.startswith("aforo.navigate") for n in names), module
+
+
+def test_a_go_name_read_as_a_file_is_answered_with_its_definition(polyglot: Path) -> None:
+    out = default_registry(polyglot).execute("Read", {"file_path": "Serve"})
+    assert out.is_error
+    said = "the name Serve is defined at srv/serve.go:6: func Serve(w io.Writer, name string) error"
+    assert said in out.content

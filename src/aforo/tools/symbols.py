@@ -7,7 +7,7 @@ returns each definition as a `Site` (`path:line` and its signature); `mentions` 
 use it. `file_sites` is what one file defines, which Read's `path#Name` looks up.
 
 Parsed files are kept by (path, mtime, size), so a second look at an unchanged file costs a stat. The
-index helpers of other modules (a repository map, a pre-search) use the same functions.
+repository map's index (navigate/) reads the same syntax trees, and keeps its own cache on disk.
 """
 
 from __future__ import annotations
