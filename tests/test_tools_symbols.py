@@ -15,7 +15,8 @@ from aforo.limits import SYMBOL_FILES
 from aforo.protocols import ToolContext
 from aforo.tools import Find, Read, read_tool, symbols
 from aforo.tools.registry import default_registry
-from aforo.tools.symbols import definitions, file_sites, mentions, outline
+from aforo.tools.symbols import definitions, file_sites, mentions
+from aforo.tools.syntax import outline
 
 SHAPES = '''import hashlib
 
@@ -117,7 +118,7 @@ def test_find_gives_definitions_with_signatures_then_uses(ws: Path) -> None:
 def test_find_of_a_module_name_finds_its_imports(ws: Path) -> None:
     out = Find().run({"name": "hashlib"}, ctx(ws)).content
     assert out.splitlines() == [
-        "No Python definition of hashlib found.",
+        "No definition of hashlib found.",
         "hashlib is used in 1 line:",
         "pkg/shapes.py:1: import hashlib",
     ]
@@ -344,3 +345,134 @@ def test_a_long_text_file_keeps_its_head_for_a_question_in_prose(ws: Path, quest
     body[450] = "TODO: JSON it"
     (ws / "notes.txt").write_text("\n".join(body) + "\n")
     assert read(ws, "notes.txt", max_chars=1500, question=question).startswith("1\tline 0 of prose")
+
+
+GO = """package srv
+
+import "io"
+
+// Serve writes the greeting.
+func Serve(w io.Writer,
+\tname string) error {
+\t_, err := w.Write([]byte("GO-BODY " + name))
+\treturn err
+}
+
+type Server struct{}
+
+func (s *Server) Start() error {
+\treturn Serve(nil, "x")
+}
+"""
+
+TS = """import { Base } from "./base";
+
+export class View extends Base {
+  draw(): string {
+    return "TS-BODY";
+  }
+}
+
+const view = new View();
+"""
+
+
+@pytest.fixture
+def polyglot(tmp_path: Path) -> Path:
+    root = tmp_path / "poly"
+    (root / "srv").mkdir(parents=True)
+    (root / "web").mkdir()
+    (root / "srv" / "serve.go").write_text(GO)
+    (root / "web" / "view.ts").write_text(TS)
+    return root
+
+
+def test_find_gives_the_definitions_of_other_languages_from_their_syntax_trees(polyglot: Path) -> None:
+    serve = Find().run({"name": "Serve"}, ctx(polyglot))
+    assert serve.content.splitlines()[:2] == [
+        "Serve is defined at:",
+        "srv/serve.go:6: func Serve(w io.Writer, name string) error",  # the header, to its body
+    ]
+    assert serve.facts.startswith("Find Serve: defined at srv/serve.go:6;")
+    view = Find().run({"name": "View"}, ctx(polyglot)).content
+    assert view.splitlines()[:2] == ["View is defined at:", "web/view.ts:3: export class View extends Base"]
+    assert "web/view.ts:4: draw(): string" in Find().run({"name": "View.draw"}, ctx(polyglot)).content
+    assert (
+        "srv/serve.go:14: func (s *Server) Start() error"
+        in Find().run({"name": "Start"}, ctx(polyglot)).content
+    )
+
+
+def test_read_hash_name_reads_a_definition_of_go_and_typescript(polyglot: Path) -> None:
+    go = read(polyglot, "srv/serve.go#Serve").splitlines()
+    assert (
+        go[0] == "6\tfunc Serve(w io.Writer,"
+        and go[-1] == "(showing lines 6-10 of 16. Use offset=11 to read more.)"
+    )
+    assert "GO-BODY" in "\n".join(go)
+    ts = read(polyglot, "web/view.ts#View.draw").splitlines()
+    assert ts == [
+        "4\t  draw(): string {",
+        '    return "TS-BODY";',
+        "  }",
+        "(showing lines 4-6 of 9. Use offset=7 to read more.)",
+    ]
+    out = default_registry(polyglot).execute("Read", {"file_path": "srv/serve.go#nope"})
+    assert out.is_error and "srv/serve.go defines no 'nope'; it defines Serve, Server, Start." in out.content
+
+
+def test_the_tools_and_the_map_read_one_syntax_tree(polyglot: Path) -> None:
+    from aforo.navigate.symbols import symbols
+
+    for path in ("srv/serve.go", "web/view.ts", "pkg/shapes.py"):
+        source = SHAPES if path.endswith(".py") else (polyglot / path).read_text()
+        sites = {(s.short, s.line) for s in outline(source, path) or ()}
+        mapped = {(d.name, d.line) for d in symbols(path, source.encode()).definitions}
+        # The map shows a subset (no nested or lower-case Python constants), at the same lines.
+        assert mapped and mapped <= sites, path
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "name", "cited"),
+    [
+        ("App.java", "class App {\n  void run(int x) {}\n}\n", "run", "App.java:2: void run(int x)"),
+        ("x.c", "#define MAX 3\n", "MAX", "x.c:1: #define MAX 3"),
+        ("x.c", "static int *\nparse(int a)\n{\n}\n", "parse", "x.c:1: static int * parse(int a)"),
+        ("x.c", "typedef struct {\n  int x;\n} Point;\n", "Point", "x.c:1: typedef struct {"),
+        ("lib.rs", "impl Display for Dot {\n  fn fmt(&self) {}\n}\n", "fmt", "lib.rs:2: fn fmt(&self)"),
+        ("lib.rs", "macro_rules! mac { () => {} }\n", "mac", "lib.rs:1: macro_rules! mac { () => {} }"),
+        ("w.js", "class Widget {\n  async paint(x) {\n  }\n}\n", "paint", "w.js:2: async paint(x)"),
+        ("w.js", "export const LIMIT = 3;\n", "LIMIT", "w.js:1: export const LIMIT = 3;"),
+        ("b.go", "package p\n\nconst (\n\tMax = 3\n)\n", "Max", "b.go:4: Max = 3"),
+        ("b.go", "package p\n\ntype (\n\tHandler struct{}\n)\n", "Handler", "b.go:4: Handler struct{}"),
+    ],
+)
+def test_find_looks_in_the_files_of_each_language_that_may_define_the_name(
+    tmp_path: Path, path: str, source: str, name: str, cited: str
+) -> None:
+    # The ripgrep pass picks the files to parse by a line that may define the name: each of these must pass.
+    (tmp_path / path).write_text(source)
+    assert Find().run({"name": name}, ctx(tmp_path)).content.splitlines()[:2] == [
+        f"{name} is defined at:",
+        cited,
+    ]
+
+
+def test_the_tools_never_import_navigate() -> None:
+    # navigate sits above tools (it reads tools/syntax): an import back would make a circle.
+    import ast as syntax_tree
+
+    tools = Path(symbols.__file__).parent
+    for module in tools.glob("*.py"):
+        for node in syntax_tree.walk(syntax_tree.parse(module.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, syntax_tree.Import) else []
+            if isinstance(node, syntax_tree.ImportFrom):
+                names = [node.module or ""]
+            assert not any(n.startswith("aforo.navigate") for n in names), module
+
+
+def test_a_go_name_read_as_a_file_is_answered_with_its_definition(polyglot: Path) -> None:
+    out = default_registry(polyglot).execute("Read", {"file_path": "Serve"})
+    assert out.is_error
+    said = "the name Serve is defined at srv/serve.go:6: func Serve(w io.Writer, name string) error"
+    assert said in out.content

@@ -26,11 +26,12 @@ from typing import Any
 
 from aforo.errors import StoreError, ToolError
 from aforo.limits import MAP_FILE_BYTES, MAP_FILES, MAP_SECONDS, STATE_FILE_BYTES
-from aforo.navigate.symbols import SOURCE_SUFFIXES, Definition, FileSymbols, suffix, symbols
+from aforo.navigate.symbols import Definition, FileSymbols, symbols
 from aforo.protocols import ToolContext
 from aforo.store.atomic import atomic_write, encode_json
 from aforo.store.paths import state_dir
 from aforo.tools.ripgrep import list_files
+from aforo.tools.syntax import SOURCE_SUFFIXES, suffix
 
 CACHE_VERSION = 1
 

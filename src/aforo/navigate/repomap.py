@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aforo.navigate.index import SymbolIndex
-from aforo.navigate.symbols import CONSTANT, Definition
+from aforo.navigate.symbols import Definition
 from aforo.tools.names import show
+from aforo.tools.syntax import CONSTANT
 
 MAP_PART = "repository map"
 DEFS_PER_FILE = 8

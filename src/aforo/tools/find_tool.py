@@ -2,8 +2,9 @@
 
 Made for the question a small model cannot plan a search for ("where is the group decorator defined?",
 "what calls retry?"): it takes the name as the question spells it and answers with the lines to cite.
-Definitions come from Python's syntax tree (`tools/symbols.py`), uses from ripgrep over every file it
-searches. A name with no definition in Python still gets its uses, so `hashlib` finds the imports.
+Definitions come from the source files' syntax trees (`tools/syntax.py`: Python, JavaScript, TypeScript,
+Go, Rust, Java, C), uses from ripgrep over every file it searches. A name defined nowhere still gets its
+uses, so `hashlib` finds the imports.
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def report(root: Path, name: str, ctx: ToolContext) -> ToolOutput:
         if len(sites) > MAX_DEFINITIONS:
             out.append(f"({len(sites) - MAX_DEFINITIONS} more definitions not shown)")
     else:
-        out.append(f"No Python definition of {name} found.")
+        out.append(f"No definition of {name} found.")
     if found.unparsed:
         limits = f"the limits {SYMBOL_FILES.name} and {SYMBOL_FILE_BYTES.name}"
         out.append(f"({found.unparsed} more files that may define it were not parsed: {limits})")
@@ -72,7 +73,7 @@ def report(root: Path, name: str, ctx: ToolContext) -> ToolOutput:
         out += [m.cite() for m in uses]
     elif not sites:
         out[-1] = f"{name} is neither defined nor used in the workspace (searched as a whole word)."
-    defined = ", ".join(f"{s.path}:{s.line}" for s in sites[:MAX_DEFINITIONS]) or "no Python definition"
+    defined = ", ".join(f"{s.path}:{s.line}" for s in sites[:MAX_DEFINITIONS]) or "no definition"
     return ToolOutput("\n".join(out), facts=f"Find {name}: defined at {defined}; used in {lines}")
 
 

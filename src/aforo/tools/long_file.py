@@ -4,8 +4,8 @@ Cut to its head, a long file hides its answer: on a real package the definition 
 at line 263 of a file Read cut at line 137, and the model never saw it. So Read shows such a file as
 its outline (each class, function and top-level constant with its line number, methods indented
 under their class) and then the definitions whose names the run's question spells, a few dozen lines
-each, within the same budget; it says what it left out and how to read it (`Read path:N-M`). A file of
-another language has no outline here (no syntax tree): its first lines, then the lines around the
+each, within the same budget; it says what it left out and how to read it (`Read path:N-M`). A Python
+file, that is: a file of another language is shown as its first lines, then the lines around the
 first uses of the question's code words.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from aforo.tools.outline import outline as counted
-from aforo.tools.symbols import Site, outline
+from aforo.tools.outline import summary
+from aforo.tools.syntax import Site, outline
 
 REGION_LINES = 40  # of one definition the question names: its head, where the signature and docs are
 _MAX_REGIONS = 3
@@ -47,7 +47,7 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
     named = named[:_MAX_REGIONS]
     if not listed and not named:
         return None
-    defines = counted(source)  # as a whole file's Read says it, names bounded, counts exact
+    defines = summary(sites)  # as a whole file's Read says it, names bounded, counts exact
     facts = f"{shown_path}: {len(lines)} lines" + (f"; {defines}" if defines else "")
     head = (
         f"({shown_path}: {len(lines)} lines, too long to show whole. Its definitions"

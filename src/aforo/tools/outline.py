@@ -8,30 +8,29 @@ A small model does not count, and does not pick definitions out of code. Measure
   `(3 functions: words, count_words, top_words)` it listed the three. With the count alone,
   `(defines 3 functions)`, it repeated that line's words until its output limit.
 
-Only Python, parsed with `ast` (exact, no guessing at other languages' syntax), and only the top level.
+Only Python, from its syntax tree (`tools/syntax.py`), and only the top level.
 """
 
 from __future__ import annotations
 
-import ast
-import warnings
+from collections.abc import Sequence
+
+from aforo.tools.syntax import CLASS, FUNCTION, Site
+from aforo.tools.syntax import outline as definitions
 
 MAX_NAMES = 24  # a file of hundreds of functions costs a line, not a paragraph; the counts stay exact
 
 
 def outline(source: str) -> str | None:
     """`3 functions: a, b, c; 1 class: C`, or None when the source does not parse or defines neither."""
-    try:
-        with warnings.catch_warnings():
-            # An invalid escape in the user's file is their business: no SyntaxWarning on our stderr.
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    # ValueError: a NUL byte, on Python 3.11 before 3.11.4 (later ones raise SyntaxError). MemoryError
-    # and RecursionError: nesting deeper than the parser's stack or the tree builder's recursion.
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    functions = [n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
-    classes = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]
+    sites = definitions(source)
+    return None if sites is None else summary(sites)
+
+
+def summary(sites: Sequence[Site]) -> str | None:
+    """`outline`, of a file's definitions already read; None when it has no top-level function or class."""
+    functions = [s.name for s in sites if s.depth == 0 and s.kind == FUNCTION]
+    classes = [s.name for s in sites if s.depth == 0 and s.kind == CLASS]
     room = MAX_NAMES
     parts = []
     for names, one, more in ((functions, "function", "functions"), (classes, "class", "classes")):

@@ -19,7 +19,8 @@ from aforo.errors import ToolError
 from aforo.protocols import ToolContext
 from aforo.tools import ripgrep
 from aforo.tools.names import show
-from aforo.tools.symbols import PYTHON_SUFFIXES, definitions, file_sites, is_python, mentions
+from aforo.tools.symbols import definitions, file_sites, mentions
+from aforo.tools.syntax import PYTHON_SUFFIXES, has_syntax
 from aforo.tools.workspace import resolve, root_of
 
 # `path:N` shows line N with a few lines before it and the rest of a short function after it.
@@ -82,9 +83,10 @@ def named(locate: Locator, spelled: str) -> Target | None:
 
 def definition(target: Target, shown_path: str, ctx: ToolContext) -> Target:
     """The lines of the definition `target.symbol` names (`parse`, `Client.send`), decorators included."""
-    if not is_python(shown_path):
+    if not has_syntax(shown_path):
         raise ToolError(
-            f"{shown_path}#NAME reads a definition of a Python file; Grep finds a name in other files"
+            f"{shown_path}#NAME reads a definition of a source file (Python, JavaScript, TypeScript, Go, "
+            "Rust, Java or C); Grep finds a name in other files"
         )
     sites = file_sites(target.path, shown_path, ctx)
     name = target.symbol or ""

@@ -38,7 +38,7 @@ from aforo.tools import long_file
 from aforo.tools.deadline import check
 from aforo.tools.outline import outline
 from aforo.tools.read_target import Locator, Target, definition, named, not_found
-from aforo.tools.symbols import is_python
+from aforo.tools.syntax import is_python
 from aforo.tools.workspace import open_regular, relative, resolve, root_of
 
 DEFAULT_LIMIT = 2000

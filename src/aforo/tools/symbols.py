@@ -1,25 +1,22 @@
-"""Where a name is defined and where it is used, for Python: the syntax tree, not a guess at the text.
+"""Where a name is defined and where it is used: the syntax tree (`tools/syntax.py`), not a guess at the text.
 
 A small model cannot plan a search: asked where `group` is defined, it reads the heads of files and
 passes names as paths. The tools answer that question exactly instead. `definitions` finds the files
-with a line that looks like its definition (ripgrep, honouring .gitignore), parses only those with `ast` and
+with a line that looks like its definition (ripgrep, honouring .gitignore), parses only those and
 returns each definition as a `Site` (`path:line` and its signature); `mentions` lists the lines that
-use it. `outline` is what one file defines at its top level and in its classes, which Read shows in
-place of a file too long for one result.
+use it. `file_sites` is what one file defines, which Read's `path#Name` looks up.
 
 Parsed files are kept by (path, mtime, size), so a second look at an unchanged file costs a stat. The
-index helpers of other modules (a repository map, a pre-search) use the same functions.
+repository map's index (navigate/) reads the same syntax trees, and keeps its own cache on disk.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import os
 import re
-import warnings
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Generic, TypeVar
 
 from aforo.limits import SYMBOL_FILE_BYTES, SYMBOL_FILES
@@ -27,34 +24,11 @@ from aforo.protocols import ToolContext
 from aforo.tools import ripgrep
 from aforo.tools.deadline import check
 from aforo.tools.names import show
+from aforo.tools.syntax import GRAMMARS, PYTHON_SUFFIXES, Site, has_syntax, outline
 
-PYTHON_SUFFIXES = (".py", ".pyi")
-_SIGNATURE_CHARS = 160
 _MENTION_CHARS = 160
 _CACHED_FILES = 512
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Site:
-    """One definition: `name` is qualified within its file (`Group.command`), `line` its `def`/`class`
-    line (decorators start at `start`), `end` its last line."""
-
-    path: str
-    name: str
-    kind: str  # "class", "def" or "const"
-    line: int
-    start: int
-    end: int
-    signature: str
-    depth: int  # 0 at the top level, 1 in a class, ...
-
-    @property
-    def short(self) -> str:
-        return self.name.rsplit(".", 1)[-1]
-
-    def cite(self) -> str:
-        return f"{self.path}:{self.line}: {self.signature}"
 
 
 @dataclass(frozen=True)
@@ -67,28 +41,12 @@ class Mention:
         return f"{self.path}:{self.line}: {self.text}"
 
 
-def is_python(path: str) -> bool:
-    return PurePosixPath(path).suffix in PYTHON_SUFFIXES
-
-
-def outline(source: str, path: str = "") -> list[Site] | None:
-    """The classes, functions and assignments of `source`'s top level and of its classes, in file order;
-    None when it does not parse."""
-    tree = _parse(source)
-    if tree is None:
-        return None
-    lines = source.splitlines()
-    sites: list[Site] = []
-    _walk(tree.body, "", 0, lines, path, sites)
-    return sites
-
-
 def file_sites(path: Path, shown: str, ctx: ToolContext | None = None) -> list[Site]:
-    """The outline of the file at `path`, its sites citing it as `shown`; empty when it is not Python,
-    is larger than `symbol_file_bytes`, cannot be read or does not parse."""
+    """The outline of the file at `path`, its sites citing it as `shown`; empty when its language has no
+    syntax tree here, it is larger than `symbol_file_bytes`, cannot be read or does not parse."""
     if ctx is not None:
         check(ctx)
-    if not is_python(path.name):
+    if not has_syntax(path.name):
         return []
     try:
         info = os.stat(path)
@@ -181,59 +139,26 @@ def _too_big(path: Path) -> bool:
 
 
 def _files_defining(root: Path, word: str, ctx: ToolContext) -> list[str]:
-    """The Python files with a line that looks like a definition of `word`; the syntax tree decides.
+    """The source files with a line that looks like a definition of `word`; the syntax tree decides.
 
     Only those are parsed: `group` is spelled in hundreds of files of a large tree, defined in few."""
-    globs = [arg for suffix in PYTHON_SUFFIXES for arg in ("--glob", f"*{suffix}")]
     name = re.escape(word)
     # Rust regex: no lookahead, so "= but not ==" is spelled out.
-    pattern = rf"^\s*((async\s+)?def|class)\s+{name}\b|^\s*{name}\s*(:[^=]*)?=([^=]|$)"
-    argv = ["--null", "--files-with-matches", *globs, "-e", pattern, "--", "."]
-    with ripgrep.RgProcess(argv, root, ctx, sep=b"\0") as proc:
-        files = [ripgrep.strip_dot(os.fsdecode(r)) for r in proc.records() if r]
-    proc.finish()
+    python = rf"^\s*((async\s+)?def|class)\s+{name}\b|^\s*{name}\s*(:[^=]*)?=([^=]|$)"
+    # A keyword before the name (func, class, fn, const, #define, impl ... for), or a declaration that
+    # starts its line (C's `int *parse(`, Java's `void run(`, a JS method, Go's `func (s *S) Serve(`),
+    # a name a Go block declares (`Max = 3`, `Handler struct{}`), a C typedef's `} Point;`.
+    keywords = r"function\*?|class|interface|type|enum|struct|union|trait|impl|fn|func|const|let|var|static"
+    braces = (
+        rf"\b({keywords}|define|for|macro_rules!)\s+{name}\b|^\s*([\w*&<>\[\],.:()]+\s+)*\**{name}\s*[(<]"
+    )
+    braces += rf"|^\s*{name}\s*[=:]|^\s*{name}\s+[\w*\[]|\}}\s*{name}\s*;"
+    python_globs = [arg for suffix in PYTHON_SUFFIXES for arg in ("--glob", f"*{suffix}")]
+    other_globs = [arg for suffix in sorted(GRAMMARS) for arg in ("--iglob", f"*{suffix}")]
+    files: list[str] = []
+    for globs, pattern in ((python_globs, python), (other_globs, braces)):
+        argv = ["--null", "--files-with-matches", *globs, "-e", pattern, "--", "."]
+        with ripgrep.RgProcess(argv, root, ctx, sep=b"\0") as proc:
+            files += [ripgrep.strip_dot(os.fsdecode(r)) for r in proc.records() if r]
+        proc.finish()
     return files
-
-
-def _parse(source: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            # An invalid escape in the user's file is their business: no SyntaxWarning on our stderr.
-            warnings.simplefilter("ignore")
-            return ast.parse(source)
-    # ValueError: a NUL byte (Python 3.11 before 3.11.4). MemoryError and RecursionError: nesting
-    # deeper than the parser's stack or the tree builder's recursion.
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-
-
-def _walk(
-    body: list[ast.stmt], prefix: str, depth: int, lines: list[str], path: str, out: list[Site]
-) -> None:
-    for node in body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            kind = "class" if isinstance(node, ast.ClassDef) else "def"
-            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            end = node.end_lineno or node.lineno
-            # The header runs to the line before the body's first statement (or is the only line).
-            header_end = max(node.lineno, node.body[0].lineno - 1) if node.body else node.lineno
-            signature = _joined(lines[node.lineno - 1 : header_end])
-            out.append(Site(path, prefix + node.name, kind, node.lineno, start, end, signature, depth))
-            if isinstance(node, ast.ClassDef):
-                _walk(node.body, f"{prefix}{node.name}.", depth + 1, lines, path, out)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            end = node.end_lineno or node.lineno
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    signature = _joined(lines[node.lineno - 1 : node.lineno])
-                    out.append(
-                        Site(
-                            path, prefix + target.id, "const", node.lineno, node.lineno, end, signature, depth
-                        )
-                    )
-
-
-def _joined(lines: list[str]) -> str:
-    text = " ".join(line.strip() for line in lines)
-    return text if len(text) <= _SIGNATURE_CHARS else text[:_SIGNATURE_CHARS] + "…"

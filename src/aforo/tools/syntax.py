@@ -1,0 +1,312 @@
+"""What a source file defines, from its syntax tree: the one place that knows how, for every language.
+
+Python through its own `ast`; JavaScript, TypeScript, Go, Rust, Java and C through tree-sitter grammars
+(one wheel each, from PyPI: the parsers aider's map uses), never regexes. A definition is a `Site`:
+a class, function or constant with its qualified name, its lines and its signature. Python's are its
+top level and its classes' bodies, at any depth; another language's are its top level and the methods
+of its top-level types. The tools (Find, Read's outline, `path#Name` and long-file view) and the
+repository map (navigate/, which also counts the names a file uses) read them from here.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import PurePosixPath
+from typing import Any, NamedTuple
+
+CLASS, FUNCTION, CONSTANT = "class", "def", "const"
+PYTHON_SUFFIXES = (".py", ".pyi")
+_SIGNATURE_CHARS = 160
+
+
+@dataclass(frozen=True)
+class Site:
+    """One definition: `name` is qualified within its file (`Group.command`), `line` its `def`/`class`
+    line (decorators start at `start`), `end` its last line."""
+
+    path: str
+    name: str
+    kind: str  # CLASS, FUNCTION or CONSTANT
+    line: int
+    start: int
+    end: int
+    signature: str
+    depth: int  # 0 at the top level, 1 in a class, ...
+
+    @property
+    def short(self) -> str:
+        return self.name.rsplit(".", 1)[-1]
+
+    def cite(self) -> str:
+        return f"{self.path}:{self.line}: {self.signature}"
+
+
+class Parsed(NamedTuple):
+    sites: list[Site]
+    names: Iterator[str]  # the names the file uses (identifiers, attributes, modules), read as asked
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """How one language's tree-sitter nodes define names."""
+
+    module: str  # the grammar wheel's import name
+    entry: str  # its function that returns the language
+    kinds: dict[str, str]  # node type -> CLASS / FUNCTION / CONSTANT
+    wrappers: frozenset[str] = frozenset()  # nodes whose children define (export, const blocks)
+    members: frozenset[str] = frozenset()  # method nodes inside a class body
+
+
+_JS_KINDS = {
+    "function_declaration": FUNCTION,
+    "generator_function_declaration": FUNCTION,
+    "class_declaration": CLASS,
+    "variable_declarator": CONSTANT,
+}
+_JS_WRAPPERS = frozenset({"export_statement", "lexical_declaration", "variable_declaration"})
+_TS_KINDS = _JS_KINDS | {
+    "abstract_class_declaration": CLASS,
+    "interface_declaration": CLASS,
+    "type_alias_declaration": CLASS,
+    "enum_declaration": CLASS,
+}
+_METHODS = frozenset({"method_definition", "method_declaration", "function_item", "constructor_declaration"})
+
+GRAMMARS: dict[str, Grammar] = {
+    ".js": Grammar("tree_sitter_javascript", "language", _JS_KINDS, _JS_WRAPPERS, _METHODS),
+    ".ts": Grammar("tree_sitter_typescript", "language_typescript", _TS_KINDS, _JS_WRAPPERS, _METHODS),
+    ".tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS_KINDS, _JS_WRAPPERS, _METHODS),
+    ".go": Grammar(
+        "tree_sitter_go",
+        "language",
+        {
+            "function_declaration": FUNCTION,
+            "method_declaration": FUNCTION,
+            "type_spec": CLASS,
+            "const_spec": CONSTANT,
+            "var_spec": CONSTANT,
+        },
+        frozenset({"type_declaration", "const_declaration", "var_declaration"}),
+    ),
+    ".rs": Grammar(
+        "tree_sitter_rust",
+        "language",
+        {
+            "function_item": FUNCTION,
+            "struct_item": CLASS,
+            "enum_item": CLASS,
+            "trait_item": CLASS,
+            "type_item": CLASS,
+            "impl_item": CLASS,
+            "const_item": CONSTANT,
+            "static_item": CONSTANT,
+            "macro_definition": FUNCTION,
+        },
+        members=_METHODS,
+    ),
+    ".java": Grammar(
+        "tree_sitter_java",
+        "language",
+        {
+            "class_declaration": CLASS,
+            "interface_declaration": CLASS,
+            "enum_declaration": CLASS,
+            "record_declaration": CLASS,
+        },
+        members=_METHODS,
+    ),
+    ".c": Grammar(
+        "tree_sitter_c",
+        "language",
+        {
+            "function_definition": FUNCTION,
+            "struct_specifier": CLASS,
+            "enum_specifier": CLASS,
+            "type_definition": CLASS,
+            "preproc_def": CONSTANT,
+            "preproc_function_def": FUNCTION,
+        },
+    ),
+}
+GRAMMARS[".mjs"] = GRAMMARS[".jsx"] = GRAMMARS[".js"]
+GRAMMARS[".h"] = GRAMMARS[".c"]
+SOURCE_SUFFIXES = frozenset({".py", *GRAMMARS})
+
+
+def suffix(path: str) -> str:
+    dot = path.rfind(".")
+    return path[dot:].lower() if dot > path.rfind("/") else ""
+
+
+def is_python(path: str) -> bool:
+    return PurePosixPath(path).suffix in PYTHON_SUFFIXES
+
+
+def has_syntax(path: str) -> bool:
+    """Whether the file at `path` has its definitions from a syntax tree here (its name says the language)."""
+    return is_python(path) or suffix(path) in GRAMMARS
+
+
+def outline(source: str | bytes, path: str = "") -> list[Site] | None:
+    """The definitions of `source` in file order, citing `path`; Python unless `path` names another
+    language; None when it does not parse or its grammar is not installed."""
+    found = parse(source, path)
+    return None if found is None else found.sites
+
+
+def parse(source: str | bytes, path: str = "") -> Parsed | None:
+    """`outline`, with the names the file uses."""
+    grammar = GRAMMARS.get(suffix(path))
+    return _python(source, path) if grammar is None else _tree_sitter(grammar, source, path)
+
+
+# --- Python -----------------------------------------------------------------------------------------
+
+
+def _python(source: str | bytes, path: str) -> Parsed | None:
+    try:
+        with warnings.catch_warnings():
+            # An invalid escape in the user's file is their business: no SyntaxWarning on our stderr.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source)
+    # ValueError: a NUL byte (Python 3.11 before 3.11.4). MemoryError and RecursionError: nesting
+    # deeper than the parser's stack or the tree builder's recursion.
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    text = source.decode("utf-8", errors="replace") if isinstance(source, bytes) else source
+    sites: list[Site] = []
+    _walk(tree.body, "", 0, text.splitlines(), path, sites)
+    return Parsed(sites, _python_names(tree))
+
+
+def _walk(
+    body: list[ast.stmt], prefix: str, depth: int, lines: list[str], path: str, out: list[Site]
+) -> None:
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            kind = CLASS if isinstance(node, ast.ClassDef) else FUNCTION
+            start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            end = node.end_lineno or node.lineno
+            # The header runs to the line before the body's first statement (or is the only line).
+            header_end = max(node.lineno, node.body[0].lineno - 1) if node.body else node.lineno
+            signature = _joined(lines[node.lineno - 1 : header_end])
+            out.append(Site(path, prefix + node.name, kind, node.lineno, start, end, signature, depth))
+            if isinstance(node, ast.ClassDef):
+                _walk(node.body, f"{prefix}{node.name}.", depth + 1, lines, path, out)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            end = node.end_lineno or node.lineno
+            signature = _joined(lines[node.lineno - 1 : node.lineno])
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    line = node.lineno
+                    out.append(Site(path, prefix + target.id, CONSTANT, line, line, end, signature, depth))
+
+
+def _python_names(tree: ast.Module) -> Iterator[str]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            yield node.id
+        elif isinstance(node, ast.Attribute):
+            yield node.attr
+        elif isinstance(node, ast.alias):
+            yield from node.name.split(".")
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield from node.module.split(".")
+
+
+def _joined(lines: list[str]) -> str:
+    text = " ".join(line.strip() for line in lines)
+    return text if len(text) <= _SIGNATURE_CHARS else text[:_SIGNATURE_CHARS] + "…"
+
+
+# --- tree-sitter ------------------------------------------------------------------------------------
+
+
+@cache
+def _parser(module: str, entry: str) -> Any | None:
+    """A parser for the grammar, or None when tree-sitter or the grammar's wheel is not installed."""
+    try:
+        from tree_sitter import Language, Parser
+
+        language = getattr(importlib.import_module(module), entry)()
+    except (ImportError, AttributeError):
+        return None
+    return Parser(Language(language))
+
+
+def _tree_sitter(grammar: Grammar, source: str | bytes, path: str) -> Parsed | None:
+    parser = _parser(grammar.module, grammar.entry)
+    if parser is None:
+        return None
+    data = source.encode("utf-8", errors="surrogatepass") if isinstance(source, str) else source
+    root = parser.parse(data).root_node
+    lines = data.splitlines()
+    sites: list[Site] = []
+    for node in root.named_children:
+        for top in _unwrap(grammar, node):
+            name = _name(top)
+            if not name:
+                continue
+            sites.append(_site(path, name, grammar.kinds[top.type], top, 0, lines))
+            body = top.child_by_field_name("body")
+            for member in body.named_children if body is not None else ():
+                if member.type in grammar.members and (method := _name(member)):
+                    sites.append(_site(path, f"{name}.{method}", FUNCTION, member, 1, lines))
+    return Parsed(sites, _leaf_names(root))
+
+
+def _site(path: str, name: str, kind: str, node: Any, depth: int, lines: list[bytes]) -> Site:
+    """The signature is the definition's lines up to where its body begins (all of its first line when it
+    has none): `func Serve(w io.Writer) error`, `export class View extends Base`."""
+    first, last = node.start_point[0], node.end_point[0]
+    body = node.child_by_field_name("body")
+    row, column = body.start_point if body is not None else (first, None)
+    header = lines[first : row + 1] or [b""]
+    header[-1] = header[-1][:column]
+    signature = _joined([text for line in header if (text := line.decode("utf-8", errors="replace").strip())])
+    return Site(path, name, kind, first + 1, first + 1, last + 1, signature, depth)
+
+
+def _unwrap(grammar: Grammar, node: Any) -> Iterator[Any]:
+    if node.type in grammar.kinds:
+        yield node
+    elif node.type in grammar.wrappers:
+        for child in node.named_children:
+            yield from _unwrap(grammar, child)
+
+
+def _name(node: Any) -> str:
+    """A definition's name: its `name` field, or (C) the identifier its declarator declares, or
+    (Rust's impl) the type it implements."""
+    for _ in range(8):  # declarators nest (pointer of function of ...), never deeply in real code
+        child = node.child_by_field_name("name") or node.child_by_field_name("declarator")
+        if child is None:
+            child = node.child_by_field_name("type")
+        if child is None:
+            return ""
+        if child.child_count == 0 or child.type.endswith("identifier"):
+            text: bytes = child.text or b""
+            return text.decode("utf-8", "replace")
+        node = child
+    return ""
+
+
+def _leaf_names(root: Any) -> Iterator[str]:
+    cursor = root.walk()
+    while True:
+        node = cursor.node
+        if node.child_count == 0 and node.type.endswith("identifier") and node.text:
+            yield node.text.decode("utf-8", "replace")
+        if cursor.goto_first_child() or cursor.goto_next_sibling():
+            continue
+        while cursor.goto_parent():
+            if cursor.goto_next_sibling():
+                break
+        else:
+            return
