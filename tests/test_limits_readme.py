@@ -1,4 +1,4 @@
-"""The README's table of limits lists every entry of `aforo.limits.LIMITS`, as it is, and nothing else."""
+"""docs/limits.md's table of limits lists every entry of `aforo.limits.LIMITS`, as it is, and nothing else."""
 
 from __future__ import annotations
 
@@ -6,19 +6,19 @@ from pathlib import Path
 
 from aforo.limits import LIMITS
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+LIMITS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "limits.md"
 
 
-def readme_rows() -> dict[str, list[str]]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("### Limits\n", 1)[1].split("\n### ", 1)[0]
+def page_rows() -> dict[str, list[str]]:
+    text = LIMITS_PAGE.read_text(encoding="utf-8")
+    section = text.split("# Limits\n", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in section.splitlines() if line.startswith("| `")]
     cells = [[c.strip() for c in row.strip("|").split(" | ")] for row in rows]
     return {c[0].strip("`"): c[1:] for c in cells}
 
 
-def test_the_readme_table_and_the_limits_agree() -> None:
-    rows = readme_rows()
+def test_the_limits_page_table_and_the_limits_agree() -> None:
+    rows = page_rows()
     assert sorted(rows) == sorted(LIMITS)
     for name, limit in LIMITS.items():
         value, what, how = rows[name]

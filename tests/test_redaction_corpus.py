@@ -1,5 +1,5 @@
-"""The README's list of what is redacted, held to a corpus: one case per kind it promises (each API key
-provider it names included), every case redacted, and the list and the corpus name the same kinds.
+"""The list of what is redacted (docs/governor.md), held to a corpus: one case per kind it promises (each
+API key provider it names included), every case redacted, and the list and the corpus name the same kinds.
 
 The secrets are generated from a seeded RNG in the shapes the real ones take: never real, and never in
 the repository as literals for secret scanners to flag.
@@ -18,7 +18,7 @@ import pytest
 from aforo.messages import Message, ToolResult, ToolUse
 from aforo.store.redact import redact, redact_obj
 
-README = Path(__file__).parent.parent / "README.md"
+REDACTION_PAGE = Path(__file__).parent.parent / "docs" / "governor.md"
 _rng = random.Random(3303)
 ALNUM = string.ascii_letters + string.digits
 LOWER_ALNUM = string.ascii_lowercase + string.digits
@@ -126,9 +126,9 @@ KINDS: dict[str, list[Case]] = {
 }
 
 
-def readme_kinds() -> dict[str, str]:
-    """The README's bullet list after **What is redacted.**: head -> the rest of the bullet."""
-    text = README.read_text(encoding="utf-8")
+def documented_kinds() -> dict[str, str]:
+    """The bullet list of docs/governor.md after **What is redacted.**: head -> the rest of the bullet."""
+    text = REDACTION_PAGE.read_text(encoding="utf-8")
     section = text[text.index("**What is redacted.**") :]
     bullets = re.findall(
         r"^- (.+?)(?=\n- |\n\n)", section[: section.index("\nNot redacted")] + "\n", re.M | re.S
@@ -136,12 +136,12 @@ def readme_kinds() -> dict[str, str]:
     return dict(tuple(b.split(": ", 1)) for b in bullets)  # type: ignore[misc]
 
 
-def test_the_readme_lists_exactly_the_kinds_of_the_corpus() -> None:
-    assert set(readme_kinds()) == set(KINDS)
+def test_the_docs_list_exactly_the_kinds_of_the_corpus() -> None:
+    assert set(documented_kinds()) == set(KINDS)
 
 
-def test_the_readme_names_exactly_the_providers_of_the_corpus() -> None:
-    named = {name.strip() for name in readme_kinds()["API keys and tokens"].replace("\n", " ").split(",")}
+def test_the_docs_name_exactly_the_providers_of_the_corpus() -> None:
+    named = {name.strip() for name in documented_kinds()["API keys and tokens"].replace("\n", " ").split(",")}
     assert named == set(PROVIDERS)
 
 

@@ -1,4 +1,4 @@
-"""Fixtures of the trust-model tests (README, "Trust model")."""
+"""Fixtures of the trust-model tests (docs/trust.md)."""
 
 from __future__ import annotations
 

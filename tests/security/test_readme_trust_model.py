@@ -1,4 +1,4 @@
-"""The README's trust model names the tests that check each promise: every name must be a test here."""
+"""The trust model (docs/trust.md) names the tests that check each promise: every name must be a test here."""
 
 from __future__ import annotations
 
@@ -9,15 +9,12 @@ from pathlib import Path
 ROOT = Path(__file__).parents[2]
 
 
-def section(title: str) -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index(f"## {title}\n")
-    end = text.index("\n## ", start + 1)
-    return text[start:end]
+def trust_model() -> str:
+    return (ROOT / "docs" / "trust.md").read_text()
 
 
 def test_every_test_the_trust_model_names_exists_in_the_file_it_names() -> None:
-    trust = section("Trust model")
+    trust = trust_model()
     # "`test_file.py`: `test_a`, `test_b`" — each name belongs to the last file named before it.
     cited: list[tuple[str, str]] = []
     current = ""
@@ -30,4 +27,4 @@ def test_every_test_the_trust_model_names_exists_in_the_file_it_names() -> None:
     for file, name in cited:
         tree = ast.parse((Path(__file__).parent / file).read_text())
         defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-        assert name in defined, f"README cites {file}::{name}, which does not exist"
+        assert name in defined, f"docs/trust.md cites {file}::{name}, which does not exist"
