@@ -37,14 +37,14 @@ fmt: install
 bench: install
 	$(BIN)/python bench/run.py
 
-# The real-model task suite (README, "Small models, real tasks"): ten tasks on examples/, with an
+# The real-model task suite (docs/real-model.md, "Small models, real tasks"): ten tasks on examples/, with an
 # exact counter, then again as a server without one; one real model at a time on this machine.
 bench-real: install
 	flock /tmp/aforo-real.lock $(BIN)/python scripts/real-model run --reproducible -- sh -c \
 		'$(BIN)/python bench/real_prompt_cost.py; cost=$$?; $(BIN)/python bench/real_tasks.py && exit $$cost'
 
 
-# The governor's canaries on the real model, once per lane (README, "Canaries"): two llama-servers at
+# The governor's canaries on the real model, once per lane (docs/real-model.md, "Canaries"): two llama-servers at
 # most, one real model at a time on this machine.
 canary: install
 	flock /tmp/aforo-real.lock $(BIN)/python bench/real_canary.py

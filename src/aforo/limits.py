@@ -4,7 +4,7 @@ Servers, models, workspaces and the state directory are not trusted to be small 
 stream line with no newline, a 2 GiB AGENTS.md or a JSON document nested ten thousand deep must end in
 a clear error, never in exhausted memory, a hang or a traceback. Code that enforces a limit imports it
 from here and raises `LimitExceeded(limit, what)`, whose message names the limit, its value and how to
-raise it where a user could legitimately need more. The README's table of limits lists every entry of
+raise it where a user could legitimately need more. docs/limits.md's table lists every entry of
 `LIMITS` (a test checks it).
 """
 

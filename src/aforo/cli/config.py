@@ -3,7 +3,7 @@
 Files are TOML. Unknown keys are rejected with the key's name and the file, so a typo never silently
 falls back to a default. `NOT_GIVEN` marks a flag the user did not pass (None is a valid "unset").
 
-Trust (README, "Trust model"): the user's flags, environment and user file are trusted; the workspace's
+Trust (docs/trust.md): the user's flags, environment and user file are trusted; the workspace's
 `.aforo.toml` comes with the checkout and is not. Until the user trusts that file (`aforo trust`, kept
 by path and content hash in `aforo.store.trust`), it may tune the policy but not choose where requests
 go or which credentials are sent: its `base_url`, `server`, `api_key`, `engine` and a `tokenizer`

@@ -18,8 +18,8 @@ from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT, RUN_SECONDS
 
 ASK = "ask"
 HELP_WIDTH = 78
-# When the first word is a subcommand (README, "Commands"): only the first argument is looked at, and
-# only a word that is exactly a subcommand's name is one.
+# When the first word is a subcommand (docs/usage.md, "Subcommands"): only the first argument is looked at,
+# and only a word that is exactly a subcommand's name is one.
 FIRST_WORD_RULE = (
     "A first word that names a subcommand runs it; to ask a question that starts with one, write "
     "`aforo ask stats of the repo?` or `aforo -- stats of the repo?`."

@@ -9,7 +9,7 @@ just the oldest message (often only the user's request) and the count still grow
 just under a window the server plausibly runs while the new content could have crossed it, the report
 equals a tell-tale size, or it grew much less than the calibrated ratio predicts. A suspicion is settled
 by an exact fact: the count of the new content alone (`resolve`), since appending messages adds at
-least their own tokens. Thresholds come from the corpus in `bench/overflow_corpus/`; the README has
+least their own tokens. Thresholds come from the corpus in `bench/overflow_corpus/`; docs/governor.md has
 the numbers. Pure: no I/O, the caller does the measuring.
 """
 
