@@ -113,7 +113,7 @@ def test_sigint_during_a_compaction_stops_it_at_once_and_keeps_the_conversation(
     # As it was before the compaction: the prompt, the Read and its result, nothing summarized.
     assert [m.role for m in agent.messages] == ["user", "assistant", "user"]
     (result_block,) = agent.messages[2].tool_results
-    assert "def f_152(x)" in result_block.content and not result_block.cleared
+    assert "def f_0(x)" in result_block.content and not result_block.cleared
     assert not [e for e in events.of("context") if getattr(e, "action", "") == "compacted"]
 
 

@@ -36,13 +36,19 @@ def test_the_model_cannot_read_outside_the_workspace(tmp_path: Path) -> None:
 
     def model(body: dict[str, Any]) -> Reply:
         bodies.append(body)
-        if len(bodies) == 1:
-            return Reply(calls=[Call("Read", json.dumps({"file_path": p})) for p in paths], prompt_tokens=300)
-        return Reply(text="done", prompt_tokens=500)
+        # Two paths a step: four reads at the tool cap do not all fit a 4096 window's room for results,
+        # and a read that does not fit is deferred, not run, which would leave its path untested.
+        step = paths[2 * (len(bodies) - 1) : 2 * len(bodies)]
+        if step:
+            return Reply(
+                calls=[Call("Read", json.dumps({"file_path": p})) for p in step],
+                prompt_tokens=300 * len(bodies),
+            )
+        return Reply(text="done", prompt_tokens=300 * len(bodies))
 
     with LiveServer(make_openai_app(model)) as server:
         run = run_cli("-w", str(ws), "--base-url", server.url, "-m", "test-model", "--json", "read them")
-    assert run.code == 0, run.err
+    assert run.code == 0, run.out
     ends = [e for e in run.events() if e["type"] == "tool_end"]
     assert len(ends) == len(paths) and not any(e["ok"] for e in ends)
     assert "OUTSIDE-THE-WORKSPACE" not in sent(bodies)
