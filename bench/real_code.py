@@ -38,6 +38,7 @@ import time
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -297,11 +298,16 @@ def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -
                 timeout=timeout,
                 check=False,
             )
-        except subprocess.TimeoutExpired:
+        except subprocess.TimeoutExpired as exc:
+            # What it did until then: its tool calls and the text it had streamed.
+            out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+            events = _events(out)
+            calls = sum(e.get("type") == "tool_start" for e in events)
+            text = "".join(str(e.get("text", "")) for e in events if e.get("type") == "text_delta")
             seconds = round(time.monotonic() - started, 1)
-            return Outcome(question.id, question.kind, False, seconds, "timeout", 0, 0, "")
+            return Outcome(question.id, question.kind, False, seconds, "timeout", 0, calls, text)
         seconds = round(time.monotonic() - started, 1)
-    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    events = _events(done.stdout)
     result = events[-1] if events and events[-1].get("type") == "result" else {}
     ending = str(result.get("ending") or f"no result (exit {done.returncode}): {done.stderr.strip()[-200:]}")
     answer = str(result.get("answer") or "")
@@ -315,6 +321,14 @@ def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -
         int(result.get("tool_calls") or 0),
         answer,
     )
+
+
+def _events(out: str) -> list[dict[str, Any]]:
+    events = []
+    for line in out.splitlines():
+        with contextlib.suppress(ValueError):  # a line cut by the timeout
+            events.append(json.loads(line))
+    return [e for e in events if isinstance(e, dict)]
 
 
 def is_right(question: Question, answer: str, ending: str) -> bool:
