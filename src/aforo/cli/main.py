@@ -84,10 +84,14 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         say("aforo: --json needs a prompt (the interactive session renders for people)")
         return EXIT_USAGE
     if cfg.engine == "local":
+        from aforo.engine.errors import UnknownModel
         from aforo.engine.local import attach_local_engine
 
         try:
-            engine = attach_local_engine(cfg.context_window, assume_yes=args.yes)
+            engine = attach_local_engine(cfg.context_window, cfg.model, assume_yes=args.yes)
+        except UnknownModel as exc:  # a usage error: -m names no model of the engine's
+            print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
+            return EXIT_USAGE
         except AforoError as exc:  # may quote the engine's log (a path, a compiler line)
             say(f"aforo: {exc}")
             return EXIT_CODES["error"]

@@ -3,7 +3,8 @@
 EngineError           the engine could not be installed, started or stopped; the message says what to do
 ├── EngineUnavailable  this platform cannot build or run it (no compiler, unsupported CPU): the message
 │                      names what is missing and the alternatives, and trying again will not help
-└── ConsentNeeded      installing needs downloads and a build the user has not agreed to
+├── ConsentNeeded      installing needs downloads and a build the user has not agreed to
+└── UnknownModel       a model name the engine does not have: the message lists the ones it has
 """
 
 from __future__ import annotations
@@ -31,3 +32,13 @@ class EngineUnavailable(EngineError):
 
 class ConsentNeeded(EngineError):
     pass
+
+
+class UnknownModel(EngineError):
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        names = ", ".join(f"{alias} (the default)" if i == 0 else alias for i, alias in enumerate(known))
+        super().__init__(
+            f"the local engine has no model named {name!r}; it has: {names}. Pick one with -m NAME, or "
+            "drop --local to ask a model of your own server (--base-url URL -m NAME)"
+        )
+        self.name = name

