@@ -13,8 +13,8 @@ import gc
 import sys
 import time
 
+from aforo.loop.text_hold import TextHold
 from aforo.steps import AnswerStream
-from aforo.text_hold import TextHold
 from scaling import ATTEMPTS, MAX_RATIO, MIN_MS, ROUNDS
 
 TOOLS = frozenset({"Read", "Grep", "Glob", "LS"})

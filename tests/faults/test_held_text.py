@@ -14,8 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aforo import steps
-from aforo.providers.textcalls import extract_text_tool_calls
-from aforo.text_hold import TextHold
+from aforo.loop.text_hold import TextHold
+from aforo.loop.textcalls import extract_text_tool_calls
 from support.text_hold_reference import ReferenceHold
 
 TOOLS = ("Read", "Glob", "Grep", "LS")

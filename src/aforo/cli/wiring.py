@@ -16,7 +16,6 @@ from pathlib import Path
 
 import httpx
 
-from aforo.agent import Agent
 from aforo.cli.config import Config
 from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.lanes import Route, compact_route
@@ -27,9 +26,10 @@ from aforo.context.governor import Governor
 from aforo.context.lanes import DEFAULT_LANE, Lane
 from aforo.errors import AforoError, ConfigError
 from aforo.events import EventSink, Info, Warning
+from aforo.loop.agent import Agent
+from aforo.loop.prompt import system_prompt
 from aforo.messages import Request
 from aforo.navigate.guide import Navigator
-from aforo.prompt import system_prompt
 from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.server_kinds import KINDS
 from aforo.servers.counters import make_counter

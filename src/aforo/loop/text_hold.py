@@ -21,8 +21,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aforo.bracket_scan import FAILED, BracketScan
-from aforo.providers.textcalls import extract_text_tool_calls
+from aforo.loop.bracket_scan import FAILED, BracketScan
+from aforo.loop.textcalls import extract_text_tool_calls
 
 Kind = Literal["fence", "tag", "bare"]
 Call = tuple[str, dict[str, Any]]

@@ -30,13 +30,13 @@ from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, HTTPStatusError, ProviderError, RejectedError, TransformError
 from aforo.events import EventSink, Info, RunEnd, RunReason, RunResult, TurnEnd, Warning
 from aforo.limits import RUN_SECONDS
+from aforo.loop.shown import Shown
+from aforo.loop.tool_batch import answer
 from aforo.messages import Message, MessageEnd, Request, SystemPart
 from aforo.navigate.guide import Guided
 from aforo.protocols import Provider
-from aforo.shown import Shown
 from aforo.stream import Reply, collect
 from aforo.summarised import compacted, summarised
-from aforo.tool_batch import answer
 from aforo.tools.registry import ToolRegistry
 
 DEFAULT_MAX_TURNS = 25

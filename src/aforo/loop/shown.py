@@ -12,10 +12,10 @@ import re
 from collections.abc import Callable, Sequence
 
 from aforo.events import EventSink, TextCall, TextDelta
+from aforo.loop.text_hold import TextHold
+from aforo.loop.tool_batch import tool_uses
 from aforo.messages import Message
 from aforo.stream import Reply
-from aforo.text_hold import TextHold
-from aforo.tool_batch import tool_uses
 from aforo.tools.registry import ToolRegistry
 
 _WORD = re.compile(r"\w")

@@ -30,9 +30,9 @@ from aforo.context.stages import Cap, cap_text
 from aforo.context.tokens import estimate_text
 from aforo.errors import LimitExceeded
 from aforo.events import EventSink, Info, ToolEnd, ToolStart
+from aforo.loop.textcalls import extract_text_tool_calls
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
-from aforo.providers.textcalls import extract_text_tool_calls
 from aforo.steps import result_label, says_nothing
 from aforo.stream import Reply
 from aforo.summarised import note
