@@ -31,7 +31,7 @@ from aforo.errors import ContextOverflowError, HTTPStatusError, ProviderError, R
 from aforo.events import EventSink, Info, RunEnd, RunReason, RunResult, TurnEnd, Warning
 from aforo.limits import RUN_SECONDS
 from aforo.loop.shown import Shown
-from aforo.loop.tool_batch import answer
+from aforo.loop.tool_batch import act_on
 from aforo.messages import Message, MessageEnd, Request, SystemPart
 from aforo.navigate.guide import Guided
 from aforo.protocols import Provider
@@ -171,7 +171,7 @@ class Agent:
         gov, only = self.governor, run.answer_only
         cap, room = gov.tool_cap(), gov.results_room(run.context)
         known = {s: kept for s, kept in summarised(self.messages, run.compacted).items() if s in run.read}
-        batch = answer(
+        batch = act_on(
             reply,
             self.tools,
             gov.conversation,

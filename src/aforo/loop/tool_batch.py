@@ -66,7 +66,7 @@ class Batch:
     summarised: str = ""  # the calls, when each was summarised by a compaction of this run or is shown
 
 
-def answer(
+def act_on(
     reply: Reply,
     tools: ToolRegistry,
     conversation: Conversation,
