@@ -30,12 +30,13 @@ from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, HTTPStatusError, ProviderError, RejectedError, TransformError
 from aforo.events import EventSink, Info, RunEnd, RunReason, RunResult, TurnEnd, Warning
 from aforo.limits import RUN_SECONDS
+from aforo.loop.reading import ReadReply, read_reply
 from aforo.loop.shown import Shown
 from aforo.loop.tool_batch import act_on
 from aforo.messages import Message, MessageEnd, Request, SystemPart
 from aforo.navigate.guide import Guided
 from aforo.protocols import Provider
-from aforo.stream import Reply, collect
+from aforo.stream import collect
 from aforo.summarised import compacted, summarised
 from aforo.tools.registry import ToolRegistry
 
@@ -166,13 +167,13 @@ class Agent:
             self.emit(
                 Info({"step": f"the last of {self.max_turns} model calls (--max-turns); answer requested"})
             )
-        reply = self._call(turn, cancel, run)
+        read = self._call(turn, cancel, run)
         _stop_if(cancel)
         gov, only = self.governor, run.answer_only
         cap, room = gov.tool_cap(), gov.results_room(run.context)
         known = {s: kept for s, kept in summarised(self.messages, run.compacted).items() if s in run.read}
         batch = act_on(
-            reply,
+            read,
             self.tools,
             gov.conversation,
             cap,
@@ -193,7 +194,7 @@ class Agent:
         if batch.ran:
             return
         if batch.said_nothing:
-            said = reply.text.strip()[:SAID_CHARS]
+            said = read.reply.text.strip()[:SAID_CHARS]
             if run.worded:
                 raise _End("empty_answer", f"the model's answer said nothing ({said!r}), twice")
             run.worded = True  # asked once more, for an answer that starts with a letter or a digit
@@ -209,10 +210,10 @@ class Agent:
             run.answer_only = True  # the next request allows only the answer
             self.emit(Info({"step": f"asked again for results it has ({batch.stalled}); answer requested"}))
             return
-        text = self.messages[-1].text if self.messages and self.messages[-1].role == "assistant" else ""
-        if reply.end.stop_reason == "max_tokens":
+        text, end = read.answer, read.reply.end
+        if end.stop_reason == "max_tokens":
             raise _End("max_tokens", f"the answer hit the output limit of {gov.budget.reserve} tokens", text)
-        if reply.end.stop_reason == "refusal":
+        if end.stop_reason == "refusal":
             raise _End("refusal", "the model refused to answer", text)
         raise _End("end_turn", answer=text)
 
@@ -232,7 +233,7 @@ class Agent:
     def _late_note(self) -> str:
         return f"when asked to answer after the time budget of {self.time_budget:g} s (raise --time-budget)"
 
-    def _call(self, turn: int, cancel: threading.Event, run: _Run) -> Reply:
+    def _call(self, turn: int, cancel: threading.Event, run: _Run) -> ReadReply:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
         gov, refused = self.governor, None
         while True:
@@ -267,8 +268,9 @@ class Agent:
         seen = gov.observe(admitted, reply.end, self.provider)
         run.add(reply.end)
         run.context = admitted.count.tokens + reply.end.usage.output_tokens
+        read = read_reply(reply, self.tools, self.messages)
         if not seen.truncated:
-            shown.settle(reply, self.messages)
+            shown.settle(read)
         count, end = admitted.count, reply.end
         window, cut, shift = gov.window, seen.truncated, seen.context_shift
         self.emit(
@@ -278,7 +280,7 @@ class Agent:
             # The server answered without the start of the conversation: that answer is not part of the
             # task. It is dropped; the history stays whole, ending with the user's turn.
             raise _End("context_overflow", seen.message)
-        return reply
+        return read
 
 
 def _refused_schema(exc: ProviderError) -> bool:
