@@ -19,7 +19,7 @@ from aforo.navigate.index import build_index, cache_path
 from aforo.navigate.repomap import MAP_PART
 from aforo.navigate.symbols import Definition, symbols
 from aforo.navigate.terms import question_terms
-from aforo.steps import definition_chars
+from aforo.reply_format import definition_chars
 from aforo.tools import syntax as module
 from aforo.tools.registry import default_registry
 from aforo.tools.syntax import CLASS, CONSTANT, FUNCTION

@@ -71,7 +71,7 @@ class Config:
     # Greedy by default: a server's own default is tuned for chat, and at it the 0.5B model answered `...`
     # 4 times out of 4 where at 0 it answered (issue 32); aider sends 0 too unless told otherwise.
     temperature: float = 0.0
-    # auto: constrained steps where the server can force a JSON schema (aforo.steps), else tool
+    # auto: constrained steps where the server can force a JSON schema (aforo.reply_format), else tool
     # definitions; "constrained" / "native" choose one.
     tool_mode: str = "auto"
     # Before the first model call, aforo searches the workspace for what the question names

@@ -31,13 +31,13 @@ from aforo.loop.prompt import system_prompt
 from aforo.messages import Request
 from aforo.navigate.guide import Navigator
 from aforo.protocols import Journal, Provider, TokenCounter
+from aforo.reply_format import definition_chars
 from aforo.server_kinds import KINDS
 from aforo.servers.counters import make_counter
 from aforo.servers.detect import detect_server
 from aforo.servers.kind import Connection, ServerInfo, ServerKind, kind_named
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
-from aforo.steps import definition_chars
 from aforo.tools.registry import default_registry
 from aforo.wire.bounded import Deadlines
 from aforo.wire.http import DISCOVERY_TIMEOUT, reach

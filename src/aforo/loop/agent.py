@@ -5,7 +5,7 @@ it says whether the server silently dropped part of the prompt. A truncated turn
 (its `turn_end` says `truncated`) and the run ends `context_overflow` with the history intact. Provider
 errors end the run `error` (what the call or a failed recovery changed is put back); Ctrl-C, `aborted`.
 
-Where the server forces a JSON schema, each answer is one constrained step (aforo.steps); a server that
+Where the server forces a JSON schema, each answer is one constrained step (aforo.reply_format); a server that
 refuses the schema is asked again without it, once, and the session goes on with tool definitions. Each
 reply is read once (`reading`); what the run does after it, `after_answer`; its budgets of turns and
 time, `budgets`. Wherever a run ends, `run.End` carries its reason to the one place that closes the run.
@@ -58,7 +58,7 @@ class Agent:
     # Stream the answer as it arrives (a truncated one is then marked discarded by its turn_end); False:
     # show it only once the turn is known to be whole (a silent server whose window is a guess).
     live_text: bool = False
-    # Each answer is one JSON step the server's schema forces (aforo.steps); False: tool definitions.
+    # Each answer is one JSON step the server's schema forces (aforo.reply_format); False: tool definitions.
     constrained: bool = False
     # What the harness finds for a question before the model reads (aforo.navigate).
     guide: Guide | None = None

@@ -30,7 +30,7 @@ from aforo.events import EventSink, Info, ToolEnd, ToolStart
 from aforo.loop.reading import ReadReply
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
-from aforo.steps import result_label, says_nothing
+from aforo.reply_format import result_label, says_nothing
 from aforo.summarised import note
 from aforo.tools.registry import ToolRegistry
 
