@@ -2,7 +2,7 @@
 pick its provider and its best token counter; then hand everything to the agent. No policy lives here.
 
 The conversation runs on one lane; summary requests may go to another (`compact_lane`, `--compact-model`,
-see aforo.cli.lanes), wired the same way with its own window, counter and detection. A lane the
+see aforo.cli.routes), wired the same way with its own window, counter and detection. A lane the
 configuration defines is checked before anything runs: its server answers, has its model, and has room
 for a summary request; each failure is a ConfigError naming the lane.
 """
@@ -18,7 +18,7 @@ import httpx
 
 from aforo.cli.config import Config
 from aforo.cli.first_contact import not_an_llm_server, not_llm_message
-from aforo.cli.lanes import Route, compact_route
+from aforo.cli.routes import Route, compact_route
 from aforo.context.budget import Budget
 from aforo.context.compaction import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
 from aforo.context.counting import Meter
