@@ -13,8 +13,8 @@ import gc
 import sys
 import time
 
-from aforo.steps import AnswerStream
-from aforo.text_hold import TextHold
+from aforo.loop.text_hold import TextHold
+from aforo.reply_format import AnswerStream
 from scaling import ATTEMPTS, MAX_RATIO, MIN_MS, ROUNDS
 
 TOOLS = frozenset({"Read", "Grep", "Glob", "LS"})

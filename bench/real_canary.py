@@ -47,7 +47,7 @@ sys.path.insert(0, str(HERE))
 
 from aforo.cli.config import Config  # noqa: E402
 from aforo.cli.engine_command import EXIT_UNAVAILABLE  # noqa: E402
-from aforo.cli.lanes import LaneConfig  # noqa: E402
+from aforo.cli.routes import LaneConfig  # noqa: E402
 from aforo.cli.wiring import build_runtime  # noqa: E402
 from aforo.context.policy import Policy  # noqa: E402
 from aforo.context.tokens import conversation_bytes  # noqa: E402

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import httpx
 
+from aforo.loop.prompt import system_prompt
 from aforo.messages import Message, Request, ToolSpec
-from aforo.prompt import system_prompt
 from aforo.protocols import ToolContext
 from aforo.servers.counters import LlamaCppCounter
 from aforo.tools.read_tool import Read

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 
-from aforo.providers.textcalls import extract_text_tool_calls
+from aforo.loop.textcalls import extract_text_tool_calls
 from scaling import MAX_RATIO, MIN_MS, ROUNDS, Scaling
 
 SMALL = 200_000  # characters; the large input is 4x

@@ -17,9 +17,9 @@ from typing import Any
 
 import httpx
 
+from aforo.loop.prompt import system_prompt
+from aforo.loop.textcalls import extract_text_tool_calls
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
-from aforo.prompt import system_prompt
-from aforo.providers.textcalls import extract_text_tool_calls
 from aforo.tools.registry import default_registry
 from aforo.wire.openai_chat import chat_body
 

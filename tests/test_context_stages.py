@@ -8,7 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aforo import steps
+from aforo import reply_format
 from aforo.context.budget import Budget
 from aforo.context.compaction import (
     LEFT_OUT_HEADER,
@@ -152,7 +152,7 @@ def test_compacted_conversation_keeps_pairs_and_every_request(
     request = Request("m", (), (), tuple(out), 100)
     openai = [m["role"] for m in messages_to_openai(request) if m["role"] != "tool"]
     assert all(a != "user" or b != "user" for a, b in itertools.pairwise(openai))
-    plain = [m["role"] for m in steps.render(out, ())]
+    plain = [m["role"] for m in reply_format.render(out, ())]
     assert all(a != b for a, b in itertools.pairwise(plain))
     for request in (m.text for m in messages if m.role == "user" and m.text.strip()):
         assert request in out[0].text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aforo import steps
+from aforo import reply_format
 from aforo.context.compaction import CUT_SUMMARY
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
@@ -446,7 +446,7 @@ def test_after_a_compaction_the_next_request_follows_the_summary_with_no_answer_
     wire = messages_to_openai(sent)
     assert [m["role"] for m in wire] == ["system", "user"]
     assert wire[1]["content"] == f"{sent.messages[0].text}\n\nand now?"
-    assert [m["role"] for m in steps.render(sent.messages, ())] == ["user"]
+    assert [m["role"] for m in reply_format.render(sent.messages, ())] == ["user"]
 
 
 def test_a_second_compaction_before_any_answer_says_there_is_nothing_new(tmp_path: Path) -> None:

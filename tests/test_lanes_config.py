@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from aforo.cli.config import NOT_GIVEN, load_config, user_config_path
-from aforo.cli.lanes import COMPACT_MODEL_LANE, compact_route, main_route
+from aforo.cli.routes import COMPACT_MODEL_LANE, compact_route, main_route
 from aforo.errors import ConfigError
 
 LANES = """

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from aforo.agent import Agent
 from aforo.context.budget import Budget
 from aforo.context.compaction import OMITTED_OUTPUT
 from aforo.context.counting import Meter
@@ -19,6 +18,7 @@ from aforo.context.policy import Policy
 from aforo.context.tokens import estimate_request
 from aforo.errors import CompactionError, ConnectError, ContextOverflowError
 from aforo.events import ModelCheck
+from aforo.loop.agent import Agent
 from aforo.messages import Message, Request, SystemPart
 from aforo.providers.fake import FakeProvider, FakeTurn
 from aforo.tools.registry import default_registry

@@ -12,14 +12,14 @@ import pytest
 from aforo.context.breakdown import break_down
 from aforo.context.budget import Budget
 from aforo.context.tokens import Count
+from aforo.loop.prompt import system_prompt
 from aforo.messages import Request
 from aforo.navigate.guide import Navigator
 from aforo.navigate.index import build_index, cache_path
 from aforo.navigate.repomap import MAP_PART
 from aforo.navigate.symbols import Definition, symbols
 from aforo.navigate.terms import question_terms
-from aforo.prompt import system_prompt
-from aforo.steps import definition_chars
+from aforo.reply_format import definition_chars
 from aforo.tools import syntax as module
 from aforo.tools.registry import default_registry
 from aforo.tools.syntax import CLASS, CONSTANT, FUNCTION

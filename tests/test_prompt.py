@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from aforo.limits import AGENTS_MD_BYTES
-from aforo.prompt import load_instructions, overview, system_prompt
+from aforo.loop.prompt import load_instructions, overview, system_prompt
 from dialects.openai_app import Reply, make_openai_app
 from support.cli import run_cli
 from support.live_server import LiveServer

@@ -9,7 +9,7 @@ import pytest
 from aforo.errors import ContextOverflowError, HTTPStatusError
 from aforo.providers.retry import is_retryable
 from aforo.wire.http import server_message, status_error
-from aforo.wire.overflow_dialects import map_overflow
+from aforo.wire.overflow_wordings import map_overflow
 
 
 def _openai_error(message: str, type_: str = "invalid_request_error", code: object = None) -> str:

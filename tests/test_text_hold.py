@@ -17,9 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aforo.events import TextCall, TextDelta
+from aforo.loop.text_hold import BARE_HOLD_CHARS, TextHold
+from aforo.loop.textcalls import extract_text_tool_calls
 from aforo.providers.fake import FakeProvider, FakeTurn
-from aforo.providers.textcalls import extract_text_tool_calls
-from aforo.text_hold import BARE_HOLD_CHARS, TextHold
 from support.scenario import make_agent
 
 TOOLS = ("Read", "Glob", "Grep", "LS")

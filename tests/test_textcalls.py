@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aforo.providers.textcalls import extract_text_tool_calls
+from aforo.loop.textcalls import extract_text_tool_calls
 
 TOOLS = frozenset({"Glob", "Grep", "Read", "LS"})
 RECORDED = sorted((Path(__file__).parent / "data" / "real_outputs").glob("*.json"))

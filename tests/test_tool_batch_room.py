@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from aforo.context.stages import Cap
+from aforo.loop.tool_batch import _key, within
 from aforo.messages import ToolUse
-from aforo.tool_batch import _key, within
 
 
 def test_a_step_runs_as_many_new_calls_as_the_room_holds_at_the_cap_and_pointers_cost_nothing() -> None:

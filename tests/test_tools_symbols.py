@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aforo import steps
+from aforo import reply_format
 from aforo.cli.mentions import attach
 from aforo.context.stages import Cap
 from aforo.limits import SYMBOL_FILES
@@ -240,7 +240,7 @@ def test_a_long_python_file_that_defines_nothing_is_shown_from_its_head(ws: Path
 
 def test_a_constrained_step_batches_find_like_read(ws: Path) -> None:
     specs = default_registry(ws).specs
-    assert steps.parse('{"find": ["group", "Shape"]}', specs) == steps.Step(
+    assert reply_format.parse('{"find": ["group", "Shape"]}', specs) == reply_format.Step(
         calls=(("Find", {"name": "group"}), ("Find", {"name": "Shape"}))
     )
 

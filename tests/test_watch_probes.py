@@ -1,6 +1,6 @@
 """The watch's probe measures what the conversation's prompt really grew by, constrained framing included.
 
-A constrained request repeats the run's question after its newest results (aforo.steps.render). On the
+A constrained request repeats the run's question after its newest results (aforo.reply_format.render). On the
 next turn those results are no longer the newest: the question moves to the end, so the prompt grows by
 the new messages alone. A probe that counted the question as new content would take a clean turn for a
 truncated one.
@@ -15,7 +15,7 @@ from pathlib import Path
 from aforo.context.counting import Meter
 from aforo.context.watch import Observation, Watch
 from aforo.messages import Message, MessageEnd, Request, ToolResult, ToolUse, Usage
-from aforo.steps import wire_messages
+from aforo.reply_format import wire_messages
 from aforo.tools.registry import default_registry
 
 QUESTION = "Read the two reports and tell me which of the nodes crashed more often, and when it did."

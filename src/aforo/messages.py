@@ -111,7 +111,7 @@ class ToolSpec:
     name: str
     description: str
     input_schema: dict[str, Any]
-    # Written as a constrained step, the tool takes a list of its first argument (aforo.steps).
+    # Written as a constrained step, the tool takes a list of its first argument (aforo.reply_format).
     batch: bool = False
 
     def lean(self) -> ToolSpec:
@@ -134,7 +134,7 @@ class Request:
     max_tokens: int
     # None: the server's default sampling. 0 makes small models' behaviour repeatable.
     temperature: float | None = None
-    # The server forces the answer to one JSON step (aforo.steps) instead of receiving tool definitions.
+    # The server forces the answer to one JSON step (aforo.reply_format), not sent tool definitions.
     constrained: bool = False
     # No tool may be called: the model answers from what it has (after a step that made no progress).
     answer_only: bool = False

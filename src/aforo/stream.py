@@ -6,7 +6,7 @@ The one loop over a provider's stream, for the agent's turns and the governor's 
 `progress` hears where the call is (the prompt, with the server's own progress where it sends one, then
 the answer, piece by piece) for the status line.
 
-A constrained request's answer is one JSON step (aforo.steps): it is decoded here, so what leaves is
+A constrained request's answer is one JSON step (aforo.reply_format): it is decoded here, so what leaves is
 the same as from a server with native tool calls — the answer's text as it streams, and the calls.
 """
 
@@ -23,7 +23,7 @@ from aforo.errors import ProtocolError, ProviderError
 from aforo.events import EventSink, Progress, phase
 from aforo.messages import MessageEnd, Request, StreamProgress, StreamText, StreamToolCall
 from aforo.protocols import Provider
-from aforo.steps import AnswerStream
+from aforo.reply_format import AnswerStream
 
 
 @dataclass(frozen=True)

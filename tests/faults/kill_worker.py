@@ -15,13 +15,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from aforo.agent import Agent
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session
 from aforo.context.budget import Budget
 from aforo.context.governor import Governor
 from aforo.context.policy import Policy
 from aforo.errors import StoreError
 from aforo.events import Event
+from aforo.loop.agent import Agent
 from aforo.messages import SystemPart
 from aforo.providers.fake import FakeProvider
 from aforo.store.checkpoints import CheckpointStore

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from aforo.loop.prompt import system_prompt
 from aforo.messages import Message, Request
-from aforo.prompt import system_prompt
 from aforo.tools.registry import default_registry
 
 HOW = "run via `make test-real` (scripts/real-model run -- .venv/bin/pytest -q -m real)"

@@ -17,7 +17,7 @@ from aforo.errors import ContextOverflowError
 from aforo.messages import Message, MessageEnd, Request, TextBlock, ToolResult, ToolUse
 from aforo.providers.openai_compat import OpenAICompatProvider
 from aforo.wire.openai_chat import chat_body
-from aforo.wire.overflow_dialects import map_overflow
+from aforo.wire.overflow_wordings import map_overflow
 
 pytestmark = pytest.mark.real
 

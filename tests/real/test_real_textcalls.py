@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from aforo.loop.textcalls import extract_text_tool_calls
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
-from aforo.providers.textcalls import extract_text_tool_calls
 from aforo.tools.registry import default_registry
 from aforo.wire.openai_chat import chat_body
 

@@ -8,13 +8,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from aforo.agent import Agent
 from aforo.context.budget import Budget
 from aforo.context.governor import Governor
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
 from aforo.events import Event
+from aforo.loop.agent import Agent
 from aforo.messages import Request, SystemPart, ToolResult
 from aforo.protocols import Provider, TokenCounter
 from aforo.providers.fake import FakeProvider, FakeTurn

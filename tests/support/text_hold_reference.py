@@ -1,7 +1,7 @@
 """The held-back text's rule as it was first written, kept as the tests' oracle: each question rescans
 the held text from its start (quadratic on a long answer, so only small inputs are given to it).
 
-`aforo.text_hold.TextHold` answers the same on any text shorter than its limits, cut anywhere.
+`aforo.loop.text_hold.TextHold` answers the same on any text shorter than its limits, cut anywhere.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
-from aforo.providers.textcalls import extract_text_tool_calls
-from aforo.text_hold import BARE_HOLD_CHARS, BLOCK_HOLD_CHARS, Held
+from aforo.loop.text_hold import BARE_HOLD_CHARS, BLOCK_HOLD_CHARS, Held
+from aforo.loop.textcalls import extract_text_tool_calls
 
 Kind = Literal["fence", "tag", "bare"]
 _FENCE, _TAG_OPEN, _TAG_CLOSE = "```", "<tool_call>", "</tool_call>"

@@ -26,7 +26,7 @@ from typing import Any
 
 import platformdirs
 
-from aforo.cli.lanes import LaneConfig, check_base_url, lane_named, main_route, parse_lanes, untrusted_lanes
+from aforo.cli.routes import LaneConfig, check_base_url, lane_named, main_route, parse_lanes, untrusted_lanes
 from aforo.context.policy import Policy
 from aforo.errors import ConfigError, LimitExceeded, StoreError, ToolError
 from aforo.limits import ANSWER_TIMEOUT, CONFIG_BYTES, READ_TIMEOUT, RUN_SECONDS
@@ -71,7 +71,7 @@ class Config:
     # Greedy by default: a server's own default is tuned for chat, and at it the 0.5B model answered `...`
     # 4 times out of 4 where at 0 it answered (issue 32); aider sends 0 too unless told otherwise.
     temperature: float = 0.0
-    # auto: constrained steps where the server can force a JSON schema (aforo.steps), else tool
+    # auto: constrained steps where the server can force a JSON schema (aforo.reply_format), else tool
     # definitions; "constrained" / "native" choose one.
     tool_mode: str = "auto"
     # Before the first model call, aforo searches the workspace for what the question names
@@ -90,7 +90,7 @@ class Config:
     # For the user, shown once the renderer exists: what of the project file was ignored, and why.
     warnings: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
-    # Lanes (aforo.cli.lanes): named routes, the conversation's lane and where summaries go.
+    # Lanes (aforo.cli.routes): named routes, the conversation's lane and where summaries go.
     lanes: Mapping[str, LaneConfig] = field(default_factory=dict)
     lane: str | None = None
     compact_lane: str | None = None
@@ -456,12 +456,12 @@ def load_config(
 
 def _with_lane(cfg: Config, explicit: set[str]) -> Config:
     """The conversation's lane's server, model and window, where the environment or a flag does not
-    set them (aforo.cli.lanes); the compaction lane is checked to exist now, resolved when wired."""
+    set them (aforo.cli.routes); the compaction lane is checked to exist now, resolved when wired."""
     window = (cfg.context_window, cfg.context_window_source)
     route = main_route(cfg.lanes, cfg.lane, cfg.base_url, cfg.model, window, explicit)
     if cfg.compact_lane is not None:
         lane_named(cfg.lanes, cfg.compact_lane, "compact_lane")
-    # A lane that chose the server came from a trusted file (aforo.cli.lanes.untrusted_lanes).
+    # A lane that chose the server came from a trusted file (aforo.cli.routes.untrusted_lanes).
     chose = route.base_url != cfg.base_url
     source = cfg.lanes[route.name].where if chose else cfg.base_url_source
     return replace(

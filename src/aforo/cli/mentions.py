@@ -23,8 +23,8 @@ from pathlib import Path
 from aforo.context.stages import Cap
 from aforo.errors import ToolError
 from aforo.events import EventSink, ToolStart
+from aforo.loop.tool_batch import run_batch, tool_end
 from aforo.messages import Message, ToolUse
-from aforo.tool_batch import run_batch, tool_end
 from aforo.tools.registry import ToolRegistry
 from aforo.tools.workspace import resolve
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aforo.agent import Agent
 from aforo.context.stages import cap_text
+from aforo.loop.agent import Agent
 from aforo.messages import Message
 
 # Blank lines around the text keep it a block of its own: a `.env` piped in is still recognised by its

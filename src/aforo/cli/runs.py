@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import time
 
-from aforo.agent import Agent
 from aforo.cli.mentions import attach
 from aforo.cli.piped import Prompt, fit
 from aforo.cli.session_keeper import SessionKeeper
 from aforo.events import Event, EventSink, RunEnd, RunResult, TurnEnd, Warning
+from aforo.loop.agent import Agent
 from aforo.messages import Usage
 from aforo.protocols import Journal
 from aforo.records import Stamp, TelemetryRecord, Where

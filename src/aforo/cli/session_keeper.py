@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aforo.agent import Agent
 from aforo.errors import StoreError
 from aforo.events import Event, EventSink, Warning
+from aforo.loop.agent import Agent
 from aforo.messages import Message
 from aforo.store.sessions import SessionLock, SessionRecord, SessionStore
 

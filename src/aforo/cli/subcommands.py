@@ -37,8 +37,8 @@ from aforo.cli.engine_command import build_parser as engine_parser
 from aforo.cli.engine_command import engine_run
 from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.flags import ASK
-from aforo.cli.lanes import lane_settings
 from aforo.cli.parsing import Subcommand, fail, say, subcommand_parser, terminal_width
+from aforo.cli.routes import lane_settings
 from aforo.cli.sanitize import SafeWriter, sanitize
 from aforo.cli.sessions_command import sessions_parser, sessions_run
 from aforo.cli.status import StatusWriter, stderr_status

@@ -2,7 +2,7 @@
 pick its provider and its best token counter; then hand everything to the agent. No policy lives here.
 
 The conversation runs on one lane; summary requests may go to another (`compact_lane`, `--compact-model`,
-see aforo.cli.lanes), wired the same way with its own window, counter and detection. A lane the
+see aforo.cli.routes), wired the same way with its own window, counter and detection. A lane the
 configuration defines is checked before anything runs: its server answers, has its model, and has room
 for a summary request; each failure is a ConfigError naming the lane.
 """
@@ -16,10 +16,9 @@ from pathlib import Path
 
 import httpx
 
-from aforo.agent import Agent
 from aforo.cli.config import Config
 from aforo.cli.first_contact import not_an_llm_server, not_llm_message
-from aforo.cli.lanes import Route, compact_route
+from aforo.cli.routes import Route, compact_route
 from aforo.context.budget import Budget
 from aforo.context.compaction import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
 from aforo.context.counting import Meter
@@ -27,17 +26,18 @@ from aforo.context.governor import Governor
 from aforo.context.lanes import DEFAULT_LANE, Lane
 from aforo.errors import AforoError, ConfigError
 from aforo.events import EventSink, Info, Warning
+from aforo.loop.agent import Agent
+from aforo.loop.prompt import system_prompt
 from aforo.messages import Request
 from aforo.navigate.guide import Navigator
-from aforo.prompt import system_prompt
 from aforo.protocols import Journal, Provider, TokenCounter
+from aforo.reply_format import definition_chars
 from aforo.server_kinds import KINDS
 from aforo.servers.counters import make_counter
 from aforo.servers.detect import detect_server
 from aforo.servers.kind import Connection, ServerInfo, ServerKind, kind_named
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
-from aforo.steps import definition_chars
 from aforo.tools.registry import default_registry
 from aforo.wire.bounded import Deadlines
 from aforo.wire.http import DISCOVERY_TIMEOUT, reach

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from aforo.context.budget import Budget
 from aforo.context.tokens import CHARS_PER_TOKEN, Count, message_chars
 from aforo.messages import Request, TextBlock, ToolResult, ToolUse
-from aforo.steps import definition_chars
+from aforo.reply_format import definition_chars
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from aforo.errors import ProviderError
 from aforo.events import EventSink, Warning
 from aforo.messages import Request
 from aforo.protocols import TokenCounter
-from aforo.steps import definition_chars, repeated_chars
+from aforo.reply_format import definition_chars, repeated_chars
 
 ESTIMATE = "estimate"
 

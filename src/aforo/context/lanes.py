@@ -104,7 +104,7 @@ def summary_route(
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ModelVerdict:
     """What the first answer after a summary elsewhere says about the conversation's model."""
 
     check: ModelCheck
@@ -132,7 +132,7 @@ class Served:
         if lane != self.lane:
             self._away = lane
 
-    def answer(self, served: str) -> Verdict | None:
+    def answer(self, served: str) -> ModelVerdict | None:
         """Note the model an answer here says served it; after a summary elsewhere, the check."""
         away, self._away = self._away, None
         verdict = check_model(self.lane, self._runs_on or self.configured, served, away) if away else None
@@ -141,21 +141,21 @@ class Served:
         return verdict
 
 
-def check_model(lane: str, expected: str, served: str, away: str) -> Verdict:
+def check_model(lane: str, expected: str, served: str, away: str) -> ModelVerdict:
     """Is the answer's model (`served`) the one the conversation runs on, after a summary on `away`?"""
     check = ModelCheck(lane, expected, served, restored=bool(served) and served == expected)
     if check.restored:
-        return Verdict(check, "model_restored")
+        return ModelVerdict(check, "model_restored")
     cause = f"expected {expected!r} after a summary on lane {away!r}"
     if not served:
-        return Verdict(
+        return ModelVerdict(
             check,
             "warning",
             f"Could not check that lane {lane!r} serves {expected!r} again after a summary on lane "
             f"{away!r}: its server does not say which model served the answer.",
             cause + "; the server did not say which model served",
         )
-    return Verdict(
+    return ModelVerdict(
         check,
         "model_mismatch",
         f"Lane {lane!r} answered with model {served!r}, not {expected!r}, after a summary on lane {away!r}: "

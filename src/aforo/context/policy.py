@@ -1,4 +1,9 @@
-"""The context policy: four numbers that decide when each stage fires (SPEC §3)."""
+"""The context policy (SPEC §3): five numbers that say when each stage fires and what it keeps.
+
+One tool result takes at most `cap_fraction` of the available window and `max_tool_result_tokens`
+(stage 1, the cap); past `clear_at` of it, old tool results are cleared but the newest
+`keep_tool_results` (stage 2); past `compact_at`, the conversation is compacted (stage 3).
+"""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from aforo.context.lanes import Verdict
+from aforo.context.lanes import ModelVerdict
 from aforo.context.plan import Outcome
 from aforo.context.tokens import Count, Sample, conversation_bytes
 from aforo.messages import Message
@@ -68,6 +68,6 @@ def overflow(stamp: Stamp, sample: Sample, exact: int | None, cause: str) -> Tel
     )
 
 
-def model_check(stamp: Stamp, verdict: Verdict) -> TelemetryRecord:
+def model_check(stamp: Stamp, verdict: ModelVerdict) -> TelemetryRecord:
     """What the first answer after a summary on another lane said about the conversation's model."""
     return TelemetryRecord(verdict.event, stamp, cause=verdict.cause)

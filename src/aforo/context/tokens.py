@@ -13,7 +13,7 @@ import operator
 from dataclasses import dataclass
 
 from aforo.messages import Message, Request, TextBlock, ToolUse, messages_to_list
-from aforo.steps import definition_chars, repeated_chars
+from aforo.reply_format import definition_chars, repeated_chars
 
 CHARS_PER_TOKEN = 4
 # Role markers and template framing that every message costs, in characters.

@@ -32,7 +32,7 @@ from aforo.errors import ContextOverflowError, ProviderError
 from aforo.events import EventSink, Warning, phase
 from aforo.messages import Message, MessageEnd, Request
 from aforo.protocols import Provider
-from aforo.steps import appended_question
+from aforo.reply_format import appended_question
 from aforo.stream import collect
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from aforo import steps
+from aforo import reply_format
 from aforo.closing import Closing
 from aforo.errors import HTTPStatusError, ProtocolError, ProviderError
 from aforo.messages import (
@@ -129,7 +129,7 @@ class OllamaProvider(Closing):
         constrained = request.constrained
         body: dict[str, Any] = {
             "model": request.model or self.model,
-            "messages": steps.wire_messages(request) if constrained else messages_to_ollama(request),
+            "messages": reply_format.wire_messages(request) if constrained else messages_to_ollama(request),
             "stream": True,
             # num_ctx overrides every default (Modelfile, OLLAMA_CONTEXT_LENGTH): server and budget agree.
             "options": {
@@ -139,8 +139,8 @@ class OllamaProvider(Closing):
             },
         }
         if constrained:
-            # A JSON schema as `format` (Ollama 0.5+) forces one step, answer or calls (aforo.steps).
-            body["format"] = steps.request_schema(request)
+            # A JSON schema as `format` (Ollama 0.5+) forces one step, answer or calls (aforo.reply_format).
+            body["format"] = reply_format.request_schema(request)
         elif request.tools and not request.answer_only:  # no tool_choice in /api/chat: no tools at all
             body["tools"] = tools_to_openai(request.tools)
         if supports_truncate_flag(self.version):

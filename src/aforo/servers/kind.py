@@ -66,7 +66,7 @@ class ServerKind:
     sets_window: bool = False
     probe_note: str = ""  # what `aforo probe`, which measures the OpenAI endpoint, adds for this kind
     # Whether this server (its version, say) can force an answer to a JSON schema, so each answer is one
-    # constrained step (aforo.steps); None: not known to, tool definitions are sent instead.
+    # constrained step (aforo.reply_format); None: not known to, tool definitions are sent instead.
     constrains: Callable[[ServerInfo], bool] | None = None
 
 

@@ -31,7 +31,8 @@ from aforo.servers.probe_store import ProbeStore
 from aforo.wire.http import post_json
 
 Overflow = Literal["error", "truncate", "collapse", "none"]
-Outcome = Literal["fits", "error", "truncate", "collapse"]
+# How the server took one probe prompt.
+SampleFit = Literal["fits", "error", "truncate", "collapse"]
 
 FILLER = "The quick brown fox jumps over the lazy dog. "
 CALIBRATION_UNITS = (16, 64)
@@ -52,7 +53,7 @@ class ProbeSample:
     units: int
     expected: int  # tokens the calibration predicts for this prompt
     reported: int | None  # prompt_tokens the server reported (None when it refused)
-    outcome: Outcome
+    outcome: SampleFit
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class _Prober:
             return self._record(ProbeSample(units, exc.n_prompt or expected, None, "error")), exc
         if reported >= expected - max(FITS_SLACK_MIN, FITS_SLACK * expected):
             self.largest_fit = max(self.largest_fit, reported)
-            outcome: Outcome = "fits"
+            outcome: SampleFit = "fits"
         elif reported < COLLAPSE_RATIO * self.largest_fit:
             outcome = "collapse"
         else:
@@ -177,7 +178,7 @@ def probe(
     lo, hi = prober.largest_fit, None
     guesses = [server_info.served_window] if server_info.served_window else []
     tried: set[int] = set()
-    seen: set[Outcome] = set()
+    seen: set[SampleFit] = set()
     while hi is None or hi - lo > TOLERANCE * hi:
         size = _next_size(lo, hi, guesses, tried, max_window)
         if size is None or size in tried:

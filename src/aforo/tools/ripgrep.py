@@ -73,7 +73,9 @@ def rg_binary() -> str:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class RgExit:
+    """How one rg run ended: its exit code, its error lines, whether aforo stopped it early."""
+
     returncode: int | None
     # rg's error lines (at most _STDERR_LIMIT bytes of them), each escaped for display.
     errors: tuple[str, ...]
@@ -111,7 +113,7 @@ class RgProcess:
         self._interrupted: Interrupted | None = None
         self._done = threading.Event()
         self._stderr = bytearray()
-        self._outcome: Outcome | None = None
+        self._outcome: RgExit | None = None
         self._cwd = cwd
         self._cap = _memory_cap()
         try:
@@ -177,7 +179,7 @@ class RgProcess:
     ) -> None:
         self.finish()
 
-    def finish(self) -> Outcome:
+    def finish(self) -> RgExit:
         """Stop rg if it still runs, reap it and say how it ended (idempotent).
 
         Raises Interrupted when the watcher killed rg: whatever was read may be incomplete."""
@@ -192,7 +194,7 @@ class RgProcess:
                 if stream is not None:
                     stream.close()
             text = os.fsdecode(bytes(self._stderr)).strip()
-            self._outcome = Outcome(
+            self._outcome = RgExit(
                 returncode=returncode,
                 errors=tuple(show(line) for line in text.splitlines() if line.strip()),
                 stopped_early=self._stopped,
@@ -245,7 +247,7 @@ def _ignore_hint(cwd: Path, ctx: ToolContext) -> str:
     return f" (the workspace's {shown} is {size / MiB:.1f} MiB: ripgrep holds every rule of it in memory)"
 
 
-def unreadable_note(outcome: Outcome, prefix: str) -> list[str]:
+def unreadable_note(outcome: RgExit, prefix: str) -> list[str]:
     """A note naming what rg could not read (paths relative to the workspace), or nothing."""
     problems = outcome.unreadable
     if not problems:

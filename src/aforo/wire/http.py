@@ -28,7 +28,7 @@ from aforo.limits import READ_TIMEOUT, RETRY_AFTER
 from aforo.wire import statuses
 from aforo.wire.body import JSON_HEADERS, encode_body
 from aforo.wire.bounded import AnswerBudget, read_body, server_json
-from aforo.wire.overflow_dialects import map_overflow
+from aforo.wire.overflow_wordings import map_overflow
 
 START_A_SERVER = (
     "start one (ollama serve / llama-server -m MODEL …), pass --base-url, "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aforo import steps
+from aforo import reply_format
 from aforo.messages import Request, ToolSpec, ToolUse
 from aforo.wire.chat import Dialect, chat_messages
 
@@ -43,7 +43,7 @@ def messages_to_openai(request: Request) -> list[dict[str, Any]]:
 
 def step_format(request: Request) -> dict[str, Any]:
     """`response_format` forcing one constrained step (llama-server, vLLM, LM Studio read it)."""
-    schema = steps.request_schema(request)
+    schema = reply_format.request_schema(request)
     return {"type": "json_schema", "json_schema": {"name": "step", "strict": True, "schema": schema}}
 
 
@@ -51,7 +51,7 @@ def chat_body(request: Request, *, stream: bool = True) -> dict[str, Any]:
     constrained = request.constrained
     body: dict[str, Any] = {
         "model": request.model,
-        "messages": steps.wire_messages(request) if constrained else messages_to_openai(request),
+        "messages": reply_format.wire_messages(request) if constrained else messages_to_openai(request),
         "max_tokens": request.max_tokens,
         "stream": stream,
     }

@@ -1,4 +1,5 @@
-"""Constrained steps: each answer of the model is one JSON object, a batch of tool calls or the answer.
+"""The reply format of constrained requests: each answer of the model is one JSON object (a step),
+a batch of tool calls or the answer.
 
 Where a server can force its output to a JSON schema (llama-server's `response_format`, Ollama's
 `format`), a small model that would otherwise write malformed calls, invent call shapes or ramble

@@ -1,4 +1,5 @@
-"""Lanes in the configuration (SPEC §9): `[lanes.NAME]` tables, `lane`, `compact_lane`, `--compact-model`.
+"""The routes requests take, from the lanes in the configuration (SPEC §9): `[lanes.NAME]` tables, `lane`,
+`compact_lane`, `--compact-model`.
 
 A lane is a named route: a `model`, the `base_url` of its server (the conversation's when not given)
 and, optionally, its `context_window`. `lane` picks the lane the conversation runs on: its values stand

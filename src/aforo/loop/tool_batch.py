@@ -1,5 +1,5 @@
-"""The tool calls of one answer: read from the reply (structured, or written as text), run concurrently,
-capped (stage 1, at the governor's cap), results in the order the model asked for them.
+"""The tool calls of one answer (as `reading.read_reply` found them, structured or written as text),
+run concurrently, capped (stage 1, at the governor's cap), results in the order the model asked for them.
 
 Small models sometimes repeat the same call many times in one message (seen with Qwen2.5-Coder 0.5B:
 eighteen identical Reads). Each distinct call runs once; a repeat gets a one-line result pointing at the
@@ -21,20 +21,16 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from itertools import count
 
-from aforo import safejson
 from aforo.context.conversation import Conversation
 from aforo.context.ledger import evidence_source
 from aforo.context.stages import Cap, cap_text
 from aforo.context.tokens import estimate_text
-from aforo.errors import LimitExceeded
 from aforo.events import EventSink, Info, ToolEnd, ToolStart
+from aforo.loop.reading import ReadReply
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
-from aforo.providers.textcalls import extract_text_tool_calls
-from aforo.steps import result_label, says_nothing
-from aforo.stream import Reply
+from aforo.reply_format import result_label, says_nothing
 from aforo.summarised import note
 from aforo.tools.registry import ToolRegistry
 
@@ -66,8 +62,8 @@ class Batch:
     summarised: str = ""  # the calls, when each was summarised by a compaction of this run or is shown
 
 
-def answer(
-    reply: Reply,
+def act_on(
+    read: ReadReply,
     tools: ToolRegistry,
     conversation: Conversation,
     cap: Cap,
@@ -79,14 +75,15 @@ def answer(
     room: int | None = None,
     known: Mapping[str, str] | None = None,
 ) -> Batch:
-    """Add the model's answer to the conversation and run the tools it calls.
+    """Add the model's answer (the reply as `read_reply` read it) to the conversation and run the tools
+    it calls.
 
     `room`: the tokens new results may take (None: no bound but the cap); calls past it are not kept,
     and the last result names them. `known`: sources a compaction of this run summarised -> its summary
     (aforo.summarised); a call of one is not run, its result says what the summary keeps. A `cancel`
     (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
-    text, uses = tool_uses(reply, tools, conversation.messages)
-    if not uses and reply.end.stop_reason == "end_turn" and says_nothing(text, tools.specs):
+    uses = list(read.uses)
+    if not uses and read.reply.end.stop_reason == "end_turn" and says_nothing(read.text, tools.specs):
         return Batch(said_nothing=True)
     seen = seen_calls(conversation.messages)
     if uses and (answer_only or {_key(u) for u in uses} <= seen):
@@ -99,7 +96,7 @@ def answer(
     }
     answered = answered_calls(conversation.messages)
     uses, later = within(uses, {**answered, **told}, cap, room)
-    blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text.strip() else []
+    blocks: list[TextBlock | ToolUse] = [TextBlock(read.answer)] if read.answer else []
     conversation.append(Message("assistant", (*blocks, *uses)))
     if not uses:
         return Batch()
@@ -174,43 +171,6 @@ def tool_end(o: CallOutcome, ratio: float) -> ToolEnd:
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
     size = len(content.encode("utf-8", "surrogatepass")), lines, round(estimate_text(content) * ratio)
     return ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error, *size)
-
-
-def tool_uses(
-    reply: Reply, tools: ToolRegistry, conversation: Sequence[Message]
-) -> tuple[str, list[ToolUse]]:
-    """The calls of this answer, and its text without the calls that were written as text.
-
-    Every call gets an id of its own: a result names the call it answers, so two calls that share an id
-    (a server that repeats one, or reuses one from earlier in the conversation) would both get the
-    second's result. A missing or taken id is replaced by a fresh one."""
-    taken = {u.id for m in conversation for u in m.tool_uses}
-    fresh = (f"call_{n}" for n in count(len(taken) + 1) if f"call_{n}" not in taken)
-
-    def own(call_id: str) -> str:
-        chosen = call_id if call_id and call_id not in taken else next(fresh)
-        taken.add(chosen)
-        return chosen
-
-    if reply.calls:
-        return reply.text, [_use(own(c.id), c.name, c.arguments) for c in reply.calls]
-    if reply.end.stop_reason == "max_tokens":
-        # An answer cut by the output limit is rambling; calls written in it are not to be trusted.
-        return reply.text, []
-    # Small local models often write the call as JSON in their text instead of a structured call.
-    rest, found = extract_text_tool_calls(reply.text, tools.names)
-    return rest, [_use(own(""), name, args) for name, args in found]
-
-
-def _use(call_id: str, name: str, arguments: str | dict[str, object]) -> ToolUse:
-    if isinstance(arguments, dict):
-        return ToolUse(call_id, name, dict(arguments))
-    try:
-        parsed = safejson.loads(arguments, f"the arguments of {name}") if arguments.strip() else {}
-    except (json.JSONDecodeError, LimitExceeded):
-        parsed = None
-    # Malformed arguments are kept verbatim so the tool result can quote them back to the model.
-    return ToolUse(call_id, name, parsed if isinstance(parsed, dict) else {"_raw_arguments": arguments})
 
 
 def seen_calls(messages: Sequence[Message]) -> set[str]:

@@ -9,13 +9,11 @@ shown, at `settle` (a silent server whose window is a guess).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 from aforo.events import EventSink, TextCall, TextDelta
-from aforo.messages import Message
-from aforo.stream import Reply
-from aforo.text_hold import TextHold
-from aforo.tool_batch import tool_uses
+from aforo.loop.reading import ReadReply
+from aforo.loop.text_hold import TextHold
 from aforo.tools.registry import ToolRegistry
 
 _WORD = re.compile(r"\w")
@@ -35,12 +33,11 @@ class Shown:
     def piece(self, text: str) -> None:
         self._show(self.hold.feed(text))
 
-    def settle(self, reply: Reply, conversation: Sequence[Message]) -> None:
+    def settle(self, read: ReadReply) -> None:
         """The rest of the answer's text, then the calls it wrote as text, each as its own event."""
         if not self.live:
-            self._show(self.hold.feed(reply.text))
-        _rest, uses = tool_uses(reply, self.tools, conversation)
-        late, calls = self.hold.settle([] if reply.calls else [(u.name, u.input) for u in uses])
+            self._show(self.hold.feed(read.reply.text))
+        late, calls = self.hold.settle([] if read.reply.calls else [(u.name, u.input) for u in read.uses])
         self._show(late)
         for held in calls:
             self.emit(TextCall(held.text, tuple({"name": n, "input": a} for n, a in held.calls)))

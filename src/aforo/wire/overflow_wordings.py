@@ -1,7 +1,7 @@
 """Every server's "the prompt is too long" answer, mapped to one `ContextOverflowError`.
 
 Each server says it differently (status, JSON shape, wording), and some tell the real window. The
-dialects are data: a name, the statuses it uses, a pattern over the error text and which groups hold
+wordings are data: a name, the statuses it uses, a pattern over the error text and which groups hold
 the prompt size and the window. The agent never parses server strings; it gets `n_prompt` / `n_ctx`.
 The body may be anything (JSON in several shapes, plain text, HTML from a proxy), so nothing here
 raises: an answer we do not recognize is simply not an overflow.
@@ -18,7 +18,7 @@ from aforo.errors import ContextOverflowError, LimitExceeded
 
 
 @dataclass(frozen=True)
-class Dialect:
+class OverflowWording:
     name: str
     statuses: frozenset[int]
     pattern: re.Pattern[str]
@@ -31,10 +31,10 @@ def _p(regex: str) -> re.Pattern[str]:
     return re.compile(regex, re.IGNORECASE | re.DOTALL)
 
 
-# Most specific first: the first dialect whose status and pattern match wins.
-DIALECTS: tuple[Dialect, ...] = (
+# Most specific first: the first wording whose status and pattern match wins.
+WORDINGS: tuple[OverflowWording, ...] = (
     # vLLM, and llama-cpp-python, which rewrites its own error into the same OpenAI wording.
-    Dialect(
+    OverflowWording(
         "vLLM/llama-cpp-python",
         frozenset({400}),
         _p(
@@ -44,7 +44,7 @@ DIALECTS: tuple[Dialect, ...] = (
         "n_prompt",
         "n_ctx",
     ),
-    Dialect(
+    OverflowWording(
         "vLLM/llama-cpp-python",
         frozenset({400}),
         _p(r"maximum context length is (?P<n_ctx>\d+) tokens"),
@@ -52,7 +52,7 @@ DIALECTS: tuple[Dialect, ...] = (
         "n_ctx",
     ),
     # llama-cpp-python's own wording.
-    Dialect(
+    OverflowWording(
         "llama-cpp-python",
         frozenset({400}),
         _p(r"requested tokens \((?P<n_prompt>\d+)\) exceed context window of (?P<n_ctx>\d+)"),
@@ -60,14 +60,14 @@ DIALECTS: tuple[Dialect, ...] = (
         "n_ctx",
     ),
     # TGI: "`inputs` tokens + `max_new_tokens` must be <= N. Given: M `inputs` tokens and K ...".
-    Dialect(
+    OverflowWording(
         "TGI",
         frozenset({422, 400}),
         _p(r"must be <= (?P<n_ctx>\d+)\. Given: (?P<n_prompt>\d+) `inputs` tokens"),
         "n_prompt",
         "n_ctx",
     ),
-    Dialect(
+    OverflowWording(
         "TGI",
         frozenset({422, 400}),
         _p(r"`inputs` must have less than (?P<n_ctx>\d+) tokens\. Given: (?P<n_prompt>\d+)"),
@@ -75,20 +75,22 @@ DIALECTS: tuple[Dialect, ...] = (
         "n_ctx",
     ),
     # LM Studio: "Trying to keep the first N tokens ... context length of only M tokens".
-    Dialect(
+    OverflowWording(
         "LM Studio",
         frozenset({400}),
         _p(r"trying to keep the first (?P<n_prompt>\d+) tokens.*?context length of only (?P<n_ctx>\d+)"),
         "n_prompt",
         "n_ctx",
     ),
-    Dialect("Ollama", frozenset({400}), _p(r"the input length exceeds the context length")),
-    Dialect("Ollama", frozenset({400}), _p(r"the prompt is longer than the context length")),
+    OverflowWording("Ollama", frozenset({400}), _p(r"the input length exceeds the context length")),
+    OverflowWording("Ollama", frozenset({400}), _p(r"the prompt is longer than the context length")),
     # llama-server, older builds: a 500 with no numbers.
-    Dialect("llama-server", frozenset({500}), _p(r"context size has been exceeded")),
-    Dialect("llama-server", frozenset({400}), _p(r"exceeds the available context size")),
+    OverflowWording("llama-server", frozenset({500}), _p(r"context size has been exceeded")),
+    OverflowWording("llama-server", frozenset({400}), _p(r"exceeds the available context size")),
     # Anything that says it in OpenAI's code (LiteLLM, proxies).
-    Dialect("OpenAI-compatible", frozenset({400, 413}), _p(r"context_length_exceeded|ContextWindowExceeded")),
+    OverflowWording(
+        "OpenAI-compatible", frozenset({400, 413}), _p(r"context_length_exceeded|ContextWindowExceeded")
+    ),
 )
 
 
@@ -144,15 +146,15 @@ def map_overflow(status: int, body: str) -> ContextOverflowError | None:
         )
     # Search the raw body too: the words may sit in error.message, message, detail or plain text.
     text = body if isinstance(body, str) else ""
-    for dialect in DIALECTS:
-        if status not in dialect.statuses:
+    for wording in WORDINGS:
+        if status not in wording.statuses:
             continue
-        match = dialect.pattern.search(text)
+        match = wording.pattern.search(text)
         if match is None:
             continue
-        n_prompt = _int(match, dialect.prompt_group, "n_prompt2" if dialect.prompt_group else None)
-        n_ctx = _int(match, dialect.window_group)
+        n_prompt = _int(match, wording.prompt_group, "n_prompt2" if wording.prompt_group else None)
+        n_ctx = _int(match, wording.window_group)
         return ContextOverflowError(
-            _message(dialect.name, n_prompt, n_ctx, match.group(0)), n_prompt=n_prompt, n_ctx=n_ctx
+            _message(wording.name, n_prompt, n_ctx, match.group(0)), n_prompt=n_prompt, n_ctx=n_ctx
         )
     return None

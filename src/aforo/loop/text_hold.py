@@ -1,7 +1,7 @@
 """Streamed answer text, held back where a tool call written as text could begin until the parser decides.
 
 Small models write their calls in the answer (```json {"name": "Read", …}```, `<tool_call>…`, bare JSON,
-see `providers.textcalls`). Streamed as they come, such a call would be shown as text and then again as
+see `loop.textcalls`). Streamed as they come, such a call would be shown as text and then again as
 the call. `TextHold` sits between the stream and the screen: text streams through untouched until a
 fence, a `<tool_call>` tag, a `{` or a `[` begins; from there it is held until the piece is complete
 (the fence or tag closes, the brackets balance) and `extract_text_tool_calls` reads it: a call is kept
@@ -21,8 +21,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from aforo.bracket_scan import FAILED, BracketScan
-from aforo.providers.textcalls import extract_text_tool_calls
+from aforo.loop.bracket_scan import FAILED, BracketScan
+from aforo.loop.textcalls import extract_text_tool_calls
 
 Kind = Literal["fence", "tag", "bare"]
 Call = tuple[str, dict[str, Any]]

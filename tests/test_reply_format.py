@@ -1,4 +1,4 @@
-"""Constrained steps (aforo.steps): the schema, the reply format, the conversation in step form, the
+"""Constrained steps (aforo.reply_format): the schema, the reply format, the conversation in step form, the
 parsing of a step, and the answer decoded as it streams."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from aforo import steps
+from aforo import reply_format
 from aforo.context.counting import Meter
 from aforo.context.tokens import CHARS_PER_TOKEN, estimate_request
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
 from aforo.tools.registry import default_registry
 
 TOOLS = default_registry(Path(".")).specs
-SCHEMA = Draft202012Validator(steps.schema(TOOLS))
+SCHEMA = Draft202012Validator(reply_format.schema(TOOLS))
 
 
 def test_a_step_is_one_tool_form_or_the_answer() -> None:
@@ -42,12 +42,12 @@ def test_a_step_is_one_tool_form_or_the_answer() -> None:
     ]
     assert [SCHEMA.is_valid(v) for v in valid] == [True] * len(valid)
     assert [SCHEMA.is_valid(v) for v in invalid] == [False] * len(invalid)
-    only = Draft202012Validator(steps.schema(TOOLS, answer_only=True))
+    only = Draft202012Validator(reply_format.schema(TOOLS, answer_only=True))
     assert only.is_valid({"answer": "x"}) and not only.is_valid({"read": ["a.py"]})
 
 
 def test_the_reply_format_names_each_tool_once_and_does_not_change_when_only_the_answer_may_come() -> None:
-    text = steps.instructions(TOOLS)
+    text = reply_format.instructions(TOOLS)
     assert text.splitlines() == [
         "Reply with one JSON object with one of these keys:",
         '"read": a list of file paths. Read files with line numbers, only those the question needs.',
@@ -64,17 +64,19 @@ def test_the_reply_format_names_each_tool_once_and_does_not_change_when_only_the
         "m", (SystemPart("base"),), TOOLS, (Message.user("q"),), 100, constrained=True, answer_only=True
     )
     # The prompt stays the same, so the server's cache of it still holds; only the schema narrows.
-    assert steps.system_text(asked) == steps.system_text(only) == f"base\n\n{text}"
+    assert reply_format.system_text(asked) == reply_format.system_text(only) == f"base\n\n{text}"
 
 
 def test_parse_reads_every_form_and_refuses_what_is_not_a_step() -> None:
-    assert steps.parse('{"read": ["a.py", "b.py"]}', TOOLS) == steps.Step(
+    assert reply_format.parse('{"read": ["a.py", "b.py"]}', TOOLS) == reply_format.Step(
         calls=(("Read", {"file_path": "a.py"}), ("Read", {"file_path": "b.py"}))
     )
-    assert steps.parse('{"grep": "TODO"}', TOOLS) == steps.Step(calls=(("Grep", {"pattern": "TODO"}),))
-    assert steps.parse(' {"answer": "done"} ', TOOLS) == steps.Step(answer="done")
+    assert reply_format.parse('{"grep": "TODO"}', TOOLS) == reply_format.Step(
+        calls=(("Grep", {"pattern": "TODO"}),)
+    )
+    assert reply_format.parse(' {"answer": "done"} ', TOOLS) == reply_format.Step(answer="done")
     for text in ("", "plain prose", "[1, 2]", '{"read"', '{"tool": "Read"}', '{"answer": 5}'):
-        assert steps.parse(text, TOOLS) is None, text
+        assert reply_format.parse(text, TOOLS) is None, text
 
 
 def _uses(paths: list[str]) -> tuple[ToolUse, ...]:
@@ -84,16 +86,20 @@ def _uses(paths: list[str]) -> tuple[ToolUse, ...]:
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.text(min_size=1, max_size=30), min_size=1, max_size=6))
 def test_calls_rendered_as_a_step_parse_back_to_the_same_calls(paths: list[str]) -> None:
-    text = steps.step_text(_uses(paths), TOOLS)
+    text = reply_format.step_text(_uses(paths), TOOLS)
     # A path named twice is one call (the first time it is named).
     distinct = dict.fromkeys(paths)
-    assert steps.parse(text, TOOLS) == steps.Step(calls=tuple(("Read", {"file_path": p}) for p in distinct))
+    assert reply_format.parse(text, TOOLS) == reply_format.Step(
+        calls=tuple(("Read", {"file_path": p}) for p in distinct)
+    )
 
 
 def test_a_batch_that_names_a_path_again_reads_it_once() -> None:
     # What the 0.5B model wrote after a compaction whose evidence list named two files.
-    step = steps.parse('{"read": ["counter.py", "cli.py", "counter.py", "cli.py", "counter.py"]}', TOOLS)
-    assert step == steps.Step(
+    step = reply_format.parse(
+        '{"read": ["counter.py", "cli.py", "counter.py", "cli.py", "counter.py"]}', TOOLS
+    )
+    assert step == reply_format.Step(
         calls=(("Read", {"file_path": "counter.py"}), ("Read", {"file_path": "cli.py"}))
     )
 
@@ -114,7 +120,7 @@ def test_the_conversation_in_step_form_shows_the_model_its_own_json_and_results_
         Message.assistant('a.py calls "main" at a.py:3'),
         Message("user", (TextBlock("and b?"),)),
     ]
-    assert steps.render(messages, TOOLS) == [
+    assert reply_format.render(messages, TOOLS) == [
         {"role": "user", "content": "where is main?"},
         {"role": "assistant", "content": '{"read": ["a.py", "b.py"]}\n{"grep": "main"}'},
         {
@@ -127,13 +133,13 @@ def test_the_conversation_in_step_form_shows_the_model_its_own_json_and_results_
     ]
     # The run's question follows the newest results (a small model answers what it read last); not
     # elsewhere, and not in the conversation itself.
-    asked = steps.render([*messages[:3]], TOOLS, question="where is main?")
+    asked = reply_format.render([*messages[:3]], TOOLS, question="where is main?")
     assert asked[-1]["content"].endswith("a.py:3:main()\n\nwhere is main?")
-    assert steps.render(messages, TOOLS, question="and b?") == steps.render(messages, TOOLS)
+    assert reply_format.render(messages, TOOLS, question="and b?") == reply_format.render(messages, TOOLS)
 
 
-def _feed(pieces: list[str]) -> tuple[str, steps.AnswerStream]:
-    stream = steps.AnswerStream()
+def _feed(pieces: list[str]) -> tuple[str, reply_format.AnswerStream]:
+    stream = reply_format.AnswerStream()
     return "".join(stream.feed(p) for p in pieces), stream
 
 
@@ -187,8 +193,8 @@ def test_the_estimate_counts_the_question_repeated_after_the_newest_results() ->
     read = (Message.user(question), Message("assistant", (use,)), result)
     request = Request("m", (), TOOLS, read, 1024, 0.0, True, False, question)
     without = replace(request, question="")
-    wire = sum(len(t["content"]) for t in steps.wire_messages(request))
-    grown = wire - sum(len(t["content"]) for t in steps.wire_messages(without))
+    wire = sum(len(t["content"]) for t in reply_format.wire_messages(request))
+    grown = wire - sum(len(t["content"]) for t in reply_format.wire_messages(without))
     assert grown == len(question) + 2  # the wire form: the results, a blank line, the question
     estimated = (estimate_request(request) - estimate_request(without)) * CHARS_PER_TOKEN
     assert abs(estimated - grown) < CHARS_PER_TOKEN * 2
@@ -201,7 +207,7 @@ def test_the_estimate_counts_the_question_repeated_after_the_newest_results() ->
 def test_the_reply_format_holds_no_value_the_model_could_copy_as_an_answer_or_a_path() -> None:
     # Shown `{"answer": "..."}` the 0.5B model answered `...`; shown `["file_path", ...]` it read a file
     # named `file_path`. No JSON value of any kind is written in the format now.
-    text = steps.instructions(TOOLS)
+    text = reply_format.instructions(TOOLS)
     for copyable in ('"..."', '"file_path"', '"pattern"', '"path"', "{", "["):
         assert copyable not in text, copyable
 
@@ -216,18 +222,18 @@ def test_an_answer_says_nothing_when_it_has_no_word_or_only_the_formats_words() 
         "It returns a Counter (counter.py:19).",
         "数据",
     ]
-    assert [t for t in nothing if not steps.says_nothing(t, TOOLS)] == []
-    assert [t for t in something if steps.says_nothing(t, TOOLS)] == []
+    assert [t for t in nothing if not reply_format.says_nothing(t, TOOLS)] == []
+    assert [t for t in something if reply_format.says_nothing(t, TOOLS)] == []
 
 
 def test_asked_again_the_answer_must_start_with_a_letter_or_a_digit() -> None:
-    worded = Draft202012Validator(steps.schema(TOOLS, worded=True))
-    only = Draft202012Validator(steps.schema(TOOLS, answer_only=True, worded=True))
+    worded = Draft202012Validator(reply_format.schema(TOOLS, worded=True))
+    only = Draft202012Validator(reply_format.schema(TOOLS, answer_only=True, worded=True))
     for validator in (worded, only):
         assert not validator.is_valid({"answer": "..."}) and not validator.is_valid({"answer": ""})
         assert validator.is_valid({"answer": "It returns 3 (a.py:2)."})
     assert worded.is_valid({"read": ["a.py"]}) and not only.is_valid({"read": ["a.py"]})
     # The request carries it to the schema the providers send.
     ask = Request("m", (), TOOLS, (Message.user("q"),), 100, constrained=True, worded=True)
-    assert steps.request_schema(ask) == steps.schema(TOOLS, worded=True)
-    assert steps.request_schema(replace(ask, worded=False)) == steps.schema(TOOLS)
+    assert reply_format.request_schema(ask) == reply_format.schema(TOOLS, worded=True)
+    assert reply_format.request_schema(replace(ask, worded=False)) == reply_format.schema(TOOLS)

@@ -1,0 +1,200 @@
+"""The agent loop (SPEC §1.1): call the model, run the tools it asks for, repeat; every run ends named.
+
+The governor owns the conversation: before each call it admits (and may transform) the request, after
+it says whether the server silently dropped part of the prompt. A truncated turn's answer is discarded
+(its `turn_end` says `truncated`) and the run ends `context_overflow` with the history intact. Provider
+errors end the run `error` (what the call or a failed recovery changed is put back); Ctrl-C, `aborted`.
+
+Where the server forces a JSON schema, each answer is one constrained step (aforo.reply_format); a server that
+refuses the schema is asked again without it, once, and the session goes on with tool definitions. Each
+reply is read once (`reading`); what the run does after it, `after_answer`; its budgets of turns and
+time, `budgets`. Wherever a run ends, `run.End` carries its reason to the one place that closes the run.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from aforo.cancel import cancel_on_sigint
+from aforo.context.governor import Governor
+from aforo.context.ledger import evidence_source
+from aforo.context.plan import RecoveryFailed
+from aforo.context.watch import loud_overflow_message, recovery_failed
+from aforo.errors import ContextOverflowError, ProviderError, RejectedError, TransformError
+from aforo.events import EventSink, Info, RunEnd, RunResult, TurnEnd
+from aforo.limits import RUN_SECONDS
+from aforo.loop.after_answer import next_step
+from aforo.loop.budgets import before_turn
+from aforo.loop.opening import Guide, open_run
+from aforo.loop.reading import ReadReply, read_reply
+from aforo.loop.run import CANCELLED, CANCELLED_RESULT, End, RunState, out_of_turns, stop_if
+from aforo.loop.schema_refusal import refused_schema
+from aforo.loop.shown import Shown
+from aforo.loop.tool_batch import act_on
+from aforo.messages import Message, Request, SystemPart
+from aforo.protocols import Provider
+from aforo.stream import collect
+from aforo.summarised import compacted, summarised
+from aforo.tools.registry import ToolRegistry
+
+DEFAULT_MAX_TURNS = 25
+
+
+@dataclass(kw_only=True, eq=False)
+class Agent:
+    provider: Provider
+    tools: ToolRegistry
+    governor: Governor
+    system: tuple[SystemPart, ...]
+    emit: EventSink
+    max_turns: int = DEFAULT_MAX_TURNS
+    # Seconds a question may take before the model is asked to answer from what it has.
+    time_budget: float = RUN_SECONDS.value
+    clock: Callable[[], float] = time.monotonic
+    temperature: float | None = None
+    # Stream the answer as it arrives (a truncated one is then marked discarded by its turn_end); False:
+    # show it only once the turn is known to be whole (a silent server whose window is a guess).
+    live_text: bool = False
+    # Each answer is one JSON step the server's schema forces (aforo.reply_format); False: tool definitions.
+    constrained: bool = False
+    # What the harness finds for a question before the model reads (aforo.navigate).
+    guide: Guide | None = None
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """The conversation, as the governor holds it."""
+        return self.governor.conversation.messages
+
+    def request(self, answer_only: bool = False, question: str = "", worded: bool = False) -> Request:
+        gov = self.governor
+        fixed = (self.provider.model, self.system, self.tools.specs_for(gov.window), self.messages)
+        steer = (self.constrained, answer_only, question, worded)
+        return Request(*fixed, gov.budget.reserve, self.temperature, *steer)
+
+    def run(
+        self,
+        prompt: str,
+        cancel: threading.Event | None = None,
+        attached: Sequence[Message] = (),
+        question: str | None = None,
+    ) -> RunResult:
+        """Answer `prompt`. `attached`: messages that follow it before the first call (the Read calls
+        and results of files the user attached), so they are tool results like any other. `question`:
+        what a constrained step repeats after the newest results (default: the prompt); piped text the
+        prompt frames is not repeated, only the question typed about it."""
+        cancel = cancel or threading.Event()
+        deadline = self.clock() + self.time_budget
+        asked = prompt if question is None else question
+        run = RunState(question=asked, compacted=compacted(self.messages), deadline=deadline)
+        gov = self.governor
+        self.system = open_run(
+            gov.conversation,
+            self.system,
+            self.guide,
+            self.emit,
+            prompt=prompt,
+            question=asked,
+            attached=attached,
+        )
+        try:
+            with cancel_on_sigint(cancel):
+                for turn in range(1, self.max_turns + 1):
+                    self._turn(turn, cancel, run)
+                stop_if(cancel)
+                raise out_of_turns(self.max_turns)
+        except End as end:
+            result = run.result(end)
+        except KeyboardInterrupt:
+            cancel.set()
+            result = run.result(End("aborted", CANCELLED))
+        if result.reason == "aborted":
+            self.governor.conversation.close_pending(CANCELLED_RESULT)
+        self.emit(RunEnd(result))
+        return result
+
+    # --- one turn ----------------------------------------------------------------------------------
+
+    def _turn(self, turn: int, cancel: threading.Event, run: RunState) -> None:
+        """Call the model and act on its answer: run its tools (the run goes on) or end the run."""
+        stop_if(cancel)
+        for note in before_turn(run, turn, self.max_turns, self.clock(), self.time_budget):
+            self.emit(Info({"step": note}))
+        read = self._call(turn, cancel, run)
+        stop_if(cancel)
+        gov = self.governor
+        cap, room = gov.tool_cap(), gov.results_room(run.context)
+        known = {s: kept for s, kept in summarised(self.messages, run.compacted).items() if s in run.read}
+        batch = act_on(
+            read,
+            self.tools,
+            gov.conversation,
+            cap,
+            self.emit,
+            cancel,
+            answer_only=run.answer_only,
+            question=run.question,
+            room=room,
+            known=known,
+        )
+        run.tool_calls += batch.ran
+        if batch.ran:
+            run.read |= {evidence_source(u) for u in self.messages[-2].tool_uses}
+        last, reserve = turn == self.max_turns, gov.budget.reserve
+        step = next_step(
+            batch, read, run, last=last, max_turns=self.max_turns, reserve=reserve, seconds=self.time_budget
+        )
+        if step is not None:
+            self.emit(Info({"step": step}))
+
+    def _call(self, turn: int, cancel: threading.Event, run: RunState) -> ReadReply:
+        """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
+        gov, refused = self.governor, None
+        while True:
+            try:
+                request = self.request(run.answer_only, run.question, run.worded)
+                admitted = gov.admit(request, self.provider, force_compact=refused is not None, cancel=cancel)
+            except (RejectedError, TransformError) as exc:
+                if refused is None:
+                    raise End("context_overflow", str(exc)) from exc
+                if isinstance(exc, RecoveryFailed):  # what the recovery changed is put back
+                    gov.recover(exc.changed, str(exc))
+                raise End("context_overflow", recovery_failed(refused, exc, gov.summary_lane)) from exc
+            shown = Shown(self.tools, self.emit, live=self.live_text)
+            try:
+                reply = collect(self.provider, admitted.request, cancel, shown.on_text, self.emit)
+                break
+            except ContextOverflowError as exc:
+                # One recovery: adopt the window the server named, compact once (on the compaction
+                # lane), retry once.
+                if refused is not None or not gov.recoverable(exc):
+                    raise End("context_overflow", loud_overflow_message(exc)) from exc
+                refused = exc
+            except ProviderError as exc:
+                refusal = refused_schema(exc) if self.constrained else None
+                if refusal is not None:
+                    self.constrained = False  # tool definitions from now on, said once
+                    self.emit(refusal)
+                    continue
+                gov.recover(admitted, str(exc))
+                if exc.partial.strip():  # what the model had answered stays in the conversation
+                    gov.conversation.append(Message.assistant(exc.partial))
+                raise End("error", str(exc), exc.partial) from exc
+        seen = gov.observe(admitted, reply.end, self.provider)
+        run.add(reply.end)
+        run.context = admitted.count.tokens + reply.end.usage.output_tokens
+        read = read_reply(reply, self.tools, self.messages)
+        if not seen.truncated:
+            shown.settle(read)
+        count, end = admitted.count, reply.end
+        window, cut, shift = gov.window, seen.truncated, seen.context_shift
+        self.emit(
+            TurnEnd(turn, end.usage, count.tokens, window, count.exact, cut, shift, gov.lane, end.model)
+        )
+        if seen.truncated:
+            # The server answered without the start of the conversation: that answer is not part of the
+            # task. It is dropped; the history stays whole, ending with the user's turn.
+            raise End("context_overflow", seen.message)
+        return read
