@@ -90,7 +90,7 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         try:
             engine = attach_local_engine(cfg.context_window, cfg.model, assume_yes=args.yes)
         except UnknownModel as exc:  # a usage error: -m names no model of the engine's
-            print(f"aforo: {sanitize(str(exc))}", file=sys.stderr)
+            say(f"aforo: {exc}")
             return EXIT_USAGE
         except AforoError as exc:  # may quote the engine's log (a path, a compiler line)
             say(f"aforo: {exc}")
