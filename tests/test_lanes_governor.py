@@ -9,13 +9,13 @@ from pathlib import Path
 
 from aforo.agent import Agent
 from aforo.context.budget import Budget
-from aforo.context.compaction import OMITTED_OUTPUT
 from aforo.context.counting import Meter
 from aforo.context.governor import Governor
 from aforo.context.lanes import Lane
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
+from aforo.context.summary_request import OMITTED_OUTPUT
 from aforo.context.tokens import estimate_request
 from aforo.errors import CompactionError, ConnectError, ContextOverflowError
 from aforo.events import ModelCheck

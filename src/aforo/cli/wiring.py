@@ -21,10 +21,10 @@ from aforo.cli.config import Config
 from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.lanes import Route, compact_route
 from aforo.context.budget import Budget
-from aforo.context.compaction import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
 from aforo.context.counting import Meter
 from aforo.context.governor import Governor
 from aforo.context.lanes import DEFAULT_LANE, Lane
+from aforo.context.summary_request import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
 from aforo.errors import AforoError, ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.messages import Request

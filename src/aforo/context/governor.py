@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -35,7 +35,7 @@ from aforo.context.undo import Restore, choose
 from aforo.context.watch import Observation, Watch
 from aforo.errors import ContextOverflowError, RejectedError, StoreError, TransformError
 from aforo.events import ContextAction, EventSink, Warning, phase
-from aforo.messages import Message, MessageEnd, Request
+from aforo.messages import MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.records import Stamp, Where
 
@@ -73,7 +73,8 @@ class Governor:
         # The checkpoint the last /undo restored: the next one goes further back from there.
         self._undone: str | None = None
 
-    # --- views, and the history's two commands (the loop appends through `conversation`) ----------
+    # --- views (the conversation's one door is `conversation`: the loop appends through it, a resumed
+    # session replaces it, an interrupt closes its pending calls) ----------------------------------
 
     @property
     def budget(self) -> Budget:
@@ -113,14 +114,6 @@ class Governor:
         """What the newest checkpoint holds that the conversation lost since (/dropped); None: no checkpoint.
         Raises StoreError when that checkpoint cannot be read."""
         return since_newest(self.journal.checkpoint_history(), self.conversation.messages)
-
-    def replace_history(self, messages: Sequence[Message]) -> None:
-        """Take `messages` as the conversation (a resumed session): growth detection restarts."""
-        self.conversation.replace(messages)
-
-    def close_pending(self, note: str) -> None:
-        """Answer the last message's unanswered tool calls with `note`, so the transcript stays whole."""
-        self.conversation.close_pending(note)
 
     # --- around a call ---------------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ _HARD = re.compile(
 )
 _SOFT = re.compile(r"\b(should|prefer|preferably|ideally|try to|avoid|if possible|mejor|preferible)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-# A section header of the summary format (compaction.SUMMARY_SYSTEM), with or without Markdown emphasis.
+# A section header of the summary format (summary_request.SUMMARY_SYSTEM), with or without Markdown emphasis.
 _SECTION = re.compile(
     r"^[\s#*_-]*(goal|constraints|decisions|evidence|next action)[\s*_]*:[\s*_]*(.*)$", re.IGNORECASE | re.M
 )

@@ -68,6 +68,22 @@ def looks_truncated(prev: Sample | None, cur: Sample, min_growth: int = OVERFLOW
     return grown >= min_growth and cur.tokens - prev.tokens < OVERFLOW_GROWTH_RATIO * grown
 
 
+def unread(
+    prev: Sample | None, cur: Sample, *, exact: int | None, min_growth: int = OVERFLOW_MIN_GROWTH
+) -> bool:
+    """Did the server demonstrably read less than the prompt it was sent? The one check of it: the
+    detector's exact, first and growth rules and the summary request's check all ask here.
+
+    An exact count of the request decides alone (a report short of it by more than a template's
+    slack); without one, the growth rule against `prev`. No report (0 tokens) proves nothing.
+    """
+    if cur.tokens <= 0:
+        return False
+    if exact is not None:
+        return cur.tokens < exact - EXACT_TOLERANCE
+    return looks_truncated(prev, cur, min_growth)
+
+
 def generation_overflow(prompt_tokens: int, completion_tokens: int, window: int) -> bool:
     """Prompt plus answer exceed the window: the server shifted context while generating (item 6)."""
     return prompt_tokens + completion_tokens > window
@@ -129,14 +145,14 @@ class TruncationDetector:
         if cur.tokens <= 0:
             return verdict("ok", "no_usage", "no usage reported, nothing to judge")
         if exact is not None:
-            if cur.tokens < exact - EXACT_TOLERANCE:
+            if unread(prev, cur, exact=exact):
                 why = f"the exact count of the request is {exact}: {exact - cur.tokens} tokens went unread"
                 return replace(
                     verdict("truncated", "exact", why, self._window(prev, cur, exact)), expected_tokens=exact
                 )
             return replace(verdict("ok", "exact", f"matches the exact count {exact}"), expected_tokens=exact)
         if prev is None:
-            if looks_truncated(None, cur, min_growth):
+            if unread(None, cur, exact=None, min_growth=min_growth):
                 why = f"a first request of this size cannot read as under {OVERFLOW_GROWTH_RATIO:.0%} of it"
                 return verdict("truncated", "first", why)
             return verdict("ok", "none", "first request, nothing to compare with")
@@ -148,7 +164,7 @@ class TruncationDetector:
             # Appending messages cannot make a prompt shorter, nor leave it the same size.
             why = f"{was}; messages were added but the prompt did not grow ({grown:+d})"
             return verdict("truncated", "shrank", why, self._window(prev, cur, upper))
-        if looks_truncated(prev, cur, min_growth):
+        if unread(prev, cur, exact=None, min_growth=min_growth):
             why = f"{was}; the estimate grew {cur.estimate - prev.estimate} but the report only {grown:+d}"
             return verdict("truncated", "growth", why, self._window(prev, cur, upper))
         if new_estimate <= 0:
