@@ -80,8 +80,15 @@ class _Run:
         self.output_tokens += end.usage.output_tokens
 
     def result(self, end: _End) -> RunResult:
-        used = (self.turns, self.tool_calls, self.input_tokens, self.output_tokens)
-        return RunResult(end.reason, *used, error=end.error, answer=end.answer)
+        return RunResult(
+            reason=end.reason,
+            turns=self.turns,
+            tool_calls=self.tool_calls,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            error=end.error,
+            answer=end.answer,
+        )
 
 
 @dataclass(kw_only=True, eq=False)
@@ -152,7 +159,7 @@ class Agent:
             result = run.result(_End("aborted", CANCELLED))
         if result.reason == "aborted":
             self.governor.conversation.close_pending(CANCELLED_RESULT)
-        self.emit(RunEnd(result))
+        self.emit(RunEnd(result=result))
         return result
 
     # --- one turn ----------------------------------------------------------------------------------
@@ -164,7 +171,11 @@ class Agent:
         if turn == self.max_turns and not run.answer_only and self.max_turns > 1:
             run.answer_only = True  # the last call: an answer from what it has, rather than none
             self.emit(
-                Info({"step": f"the last of {self.max_turns} model calls (--max-turns); answer requested"})
+                Info(
+                    fields={
+                        "step": f"the last of {self.max_turns} model calls (--max-turns); answer requested"
+                    }
+                )
             )
         reply = self._call(turn, cancel, run)
         _stop_if(cancel)
@@ -189,7 +200,7 @@ class Agent:
         if batch.summarised:
             run.answer_only = True  # nothing new was asked: the next request allows only the answer
             said = f"asked again for what the compaction summarised ({batch.summarised}); answer requested"
-            self.emit(Info({"step": said}))
+            self.emit(Info(fields={"step": said}))
         if batch.ran:
             return
         if batch.said_nothing:
@@ -197,7 +208,9 @@ class Agent:
             if run.worded:
                 raise _End("empty_answer", f"the model's answer said nothing ({said!r}), twice")
             run.worded = True  # asked once more, for an answer that starts with a letter or a digit
-            self.emit(Info({"step": f"the answer said nothing ({said!r}); asked again for one in words"}))
+            self.emit(
+                Info(fields={"step": f"the answer said nothing ({said!r}); asked again for one in words"})
+            )
             return
         if batch.stalled and only and turn == self.max_turns:
             raise _End("max_turns", f"stopped after {self.max_turns} turns (raise --max-turns)")
@@ -207,7 +220,9 @@ class Agent:
             raise _End("no_progress", f"the model kept calling tools ({batch.stalled}) when asked to answer")
         if batch.stalled:
             run.answer_only = True  # the next request allows only the answer
-            self.emit(Info({"step": f"asked again for results it has ({batch.stalled}); answer requested"}))
+            self.emit(
+                Info(fields={"step": f"asked again for results it has ({batch.stalled}); answer requested"})
+            )
             return
         text = self.messages[-1].text if self.messages and self.messages[-1].role == "assistant" else ""
         if reply.end.stop_reason == "max_tokens":
@@ -227,7 +242,7 @@ class Agent:
         if not run.answer_only:
             run.answer_only = True
             spent = f"the time budget of {self.time_budget:g} s is spent; answer requested"
-            self.emit(Info({"step": spent}))
+            self.emit(Info(fields={"step": spent}))
 
     def _late_note(self) -> str:
         return f"when asked to answer after the time budget of {self.time_budget:g} s (raise --time-budget)"
@@ -258,7 +273,9 @@ class Agent:
             except ProviderError as exc:
                 if self.constrained and _refused_schema(exc):
                     self.constrained = False  # tool definitions from now on, said once
-                    self.emit(Warning(f"The server refused the JSON-schema constraint ({exc}); {NATIVE}"))
+                    self.emit(
+                        Warning(message=f"The server refused the JSON-schema constraint ({exc}); {NATIVE}")
+                    )
                     continue
                 gov.recover(admitted, str(exc))
                 if exc.partial.strip():  # what the model had answered stays in the conversation
@@ -272,7 +289,17 @@ class Agent:
         count, end = admitted.count, reply.end
         window, cut, shift = gov.window, seen.truncated, seen.context_shift
         self.emit(
-            TurnEnd(turn, end.usage, count.tokens, window, count.exact, cut, shift, gov.lane, end.model)
+            TurnEnd(
+                turn=turn,
+                usage=end.usage,
+                context=count.tokens,
+                window=window,
+                exact=count.exact,
+                truncated=cut,
+                context_shift=shift,
+                lane=gov.lane,
+                model=end.model,
+            )
         )
         if seen.truncated:
             # The server answered without the start of the conversation: that answer is not part of the

@@ -104,11 +104,13 @@ def answer(
     if not uses:
         return Batch()
     for use in uses:
-        emit(ToolStart(use.id, use.name, use.input))
+        emit(ToolStart(id=use.id, name=use.name, input=use.input))
     outcomes = run_batch(tools, uses, cap=cap, answered=answered, told=told, cancel=cancel, question=question)
     if later:
         outcomes[-1] = _with_note(outcomes[-1], later)
-        emit(Info({"step": f"not read yet, for want of room in the context window: {_targets(later)}"}))
+        emit(
+            Info(fields={"step": f"not read yet, for want of room in the context window: {_targets(later)}"})
+        )
     # Appended before the events are emitted: whoever persists on events saves the results too.
     conversation.append(Message("user", tuple(o.result for o in outcomes)))
     for o in outcomes:
@@ -172,8 +174,17 @@ def tool_end(o: CallOutcome, ratio: float) -> ToolEnd:
     `ratio`): what the call costs in the conversation."""
     content = o.result.content
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    size = len(content.encode("utf-8", "surrogatepass")), lines, round(estimate_text(content) * ratio)
-    return ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error, *size)
+    return ToolEnd(
+        id=o.use.id,
+        name=o.use.name,
+        duration_ms=o.duration_ms,
+        ok=not o.result.is_error,
+        truncated=o.truncated,
+        error=o.error,
+        bytes=len(content.encode("utf-8", "surrogatepass")),
+        lines=lines,
+        tokens=round(estimate_text(content) * ratio),
+    )
 
 
 def tool_uses(

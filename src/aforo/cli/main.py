@@ -107,16 +107,22 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         cfg = replace(cfg, model=record.model)  # continue with the model the conversation was held with
     emit = renderer(cfg.json, args.plain)
     for note in cfg.notes:
-        emit(Info({"trust": note}))
+        emit(Info(fields={"trust": note}))
     for warning in cfg.warnings:
-        emit(Warning(warning))
+        emit(Warning(message=warning))
     with phase(emit, "connecting", cfg.base_url):
         why = unreachable(cfg.base_url)
     if why is not None:
         # Before any session exists: a run that could not reach a server leaves nothing behind.
         message = no_server_message(cfg.base_url, cfg.base_url_source, why)
         say(f"aforo: {message}")
-        emit(Result(RunResult("error", error=message), EXIT_CODES["error"], _since(started)))
+        emit(
+            Result(
+                run=RunResult(reason="error", error=message),
+                exit_code=EXIT_CODES["error"],
+                duration_ms=_since(started),
+            )
+        )
         return EXIT_CODES["error"]
     telemetry = _open_telemetry(emit)
     try:
@@ -126,7 +132,7 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         if telemetry is not None:
             telemetry.close()
     if result is not None:
-        emit(Result(result, code, _since(started), session))
+        emit(Result(run=result, exit_code=code, duration_ms=_since(started), session=session))
     return code
 
 
@@ -176,7 +182,7 @@ def _start(
         keeper = SessionKeeper(store, record, start.emit)
     except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
         _fail(exc)
-        return EXIT_USAGE, RunResult("error", error=str(exc)), None
+        return EXIT_USAGE, RunResult(reason="error", error=str(exc)), None
     try:
         return _run(start, keeper)
     finally:
@@ -194,17 +200,17 @@ def _run(start: _Start, keeper: SessionKeeper) -> tuple[int, RunResult | None, s
             runtime = build_runtime(cfg, log, journal)
     except ConfigError as exc:
         _fail(exc)
-        return EXIT_USAGE, RunResult("error", error=str(exc)), None
+        return EXIT_USAGE, RunResult(reason="error", error=str(exc)), None
     except AforoError as exc:
-        failed = RunResult("error", error=str(exc))
-        emit(RunEnd(failed))
+        failed = RunResult(reason="error", error=str(exc))
+        emit(RunEnd(result=failed))
         return EXIT_CODES["error"], failed, None
     for note in start.notes + mismatch_warnings(record, cfg.workspace, runtime.model):
-        emit(Warning(note))
+        emit(Warning(message=note))
     keeper.attach(runtime.agent, workspace=cfg.workspace, model=runtime.model, base_url=cfg.base_url)
     log.where = runtime.agent.governor.where()
     resumed = f" (resumed: {len(runtime.agent.messages)} messages)" if record.messages else ""
-    emit(Info({"session": record.id + resumed}))
+    emit(Info(fields={"session": record.id + resumed}))
     if start.interactive:
         from aforo.cli.repl import start_repl
 
@@ -238,7 +244,7 @@ def _open_telemetry(emit: EventSink) -> Telemetry | None:
     try:
         return Telemetry()
     except StoreError as exc:
-        emit(Warning(f"Telemetry is off for this run: {exc}"))
+        emit(Warning(message=f"Telemetry is off for this run: {exc}"))
         return None
 
 

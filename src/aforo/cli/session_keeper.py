@@ -138,7 +138,9 @@ class SessionKeeper:
             self.store.save(self.record)
         except StoreError as exc:
             if not self._failed:
-                self.inner(Warning(f"The session is not being saved ({exc}); --resume will miss this run."))
+                self.inner(
+                    Warning(message=f"The session is not being saved ({exc}); --resume will miss this run.")
+                )
             self._failed = True
             return False
         return True

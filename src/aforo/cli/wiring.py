@@ -106,7 +106,7 @@ def open_lane(
         *((remembered.window_source,) if remembered else ()),
     )
     for warning in resolution.warnings:
-        emit(Warning(warning.removeprefix("! ")))
+        emit(Warning(message=warning.removeprefix("! ")))
     budget = Budget(resolution.window, cfg.max_tokens, resolution.source)
     connection = Connection(budget.window, cfg.api_key, Deadlines(cfg.read_timeout, cfg.answer_timeout))
     provider = kind.provider(server, model, connection)
@@ -199,7 +199,7 @@ def build_runtime(
     tools_chars = definition_chars(Request(main.model, (), specs, (), 0, constrained=constrained))
     prompt = system_prompt(cfg.workspace, lambda chars: navigator.repo_map(chars + tools_chars))
     for warning in prompt.warnings:
-        emit(Warning(warning))
+        emit(Warning(message=warning))
     agent = Agent(
         provider=main.provider,
         tools=registry,
@@ -214,7 +214,15 @@ def build_runtime(
         guide=navigator.guide,
     )
     mode = "constrained" if constrained else "native"
-    emit(Info({**_info(cfg, main, compaction), "answers": "streamed" if live else "held", "tool_mode": mode}))
+    emit(
+        Info(
+            fields={
+                **_info(cfg, main, compaction),
+                "answers": "streamed" if live else "held",
+                "tool_mode": mode,
+            }
+        )
+    )
     return Runtime(agent, main.server, main.provider, main.counter, main.model)
 
 

@@ -170,8 +170,8 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
     if missing:
         causes.append(f"re-attached verbatim {len(missing)} ledger items the summary missed")
     return Outcome(
-        tuple(compacted),
-        after,
+        messages=tuple(compacted),
+        after=after,
         cause="; ".join(causes) or None,
         summary_tokens=summary_count.tokens,
         lane=lane.lane,

@@ -87,7 +87,13 @@ class Governor:
     def where(self) -> Where:
         """What every record says of where it was made: model, server, window and counter."""
         budget = self._budget
-        return Where(self.model, self.server, budget.window, budget.source, self.meter.name)
+        return Where(
+            model=self.model,
+            server=self.server,
+            window=budget.window,
+            window_source=budget.source,
+            counter=self.meter.name,
+        )
 
     @property
     def summary_lane(self) -> str:
@@ -138,14 +144,21 @@ class Governor:
                 applied = self._apply(kind, room.request, room.before, partial(stage, room))
             except KeyboardInterrupt:
                 if checkpoint is not None:  # a clearing went before the compaction cancelled: put it back
-                    changed = Admitted(room.request, room.before, request.messages, checkpoint)
+                    changed = Admitted(
+                        request=room.request,
+                        count=room.before,
+                        restore=request.messages,
+                        checkpoint=checkpoint,
+                    )
                     self.recover(changed, _CANCELLED)
                 raise
             except TransformError as exc:
-                self.emit(Warning(f"{kind.value.event.capitalize()} failed: {exc}"))
+                self.emit(Warning(message=f"{kind.value.event.capitalize()} failed: {exc}"))
                 if force_compact:
                     back = request.messages if checkpoint else None
-                    changed = Admitted(room.request, room.before, back, checkpoint)
+                    changed = Admitted(
+                        request=room.request, count=room.before, restore=back, checkpoint=checkpoint
+                    )
                     raise RecoveryFailed(str(exc), changed) from exc
                 continue
             if applied is not None:
@@ -157,7 +170,12 @@ class Governor:
             self.journal.record(rejection(self._stamp(), count, started, "does_not_fit"))
             raise RejectedError(self._budget.refusal(count), cause="does_not_fit")
         self.journal.record(decision(self._stamp(), "admission", count, count, started))
-        return Admitted(room.request, count, request.messages if checkpoint else None, checkpoint)
+        return Admitted(
+            request=room.request,
+            count=count,
+            restore=request.messages if checkpoint else None,
+            checkpoint=checkpoint,
+        )
 
     def recoverable(self, exc: ContextOverflowError) -> bool:
         """The conversation's lane refused a request as too long: is one recovery (compact once, on the
@@ -165,7 +183,7 @@ class Governor:
         or when summaries go to another lane, whose window the refusal says nothing against."""
         smaller = self._budget.smaller(exc.n_ctx)
         if smaller is not None:
-            self.emit(Warning(smaller.adopted(self._budget.window)))
+            self.emit(Warning(message=smaller.adopted(self._budget.window)))
             self._budget = smaller
         return smaller is not None or self.compaction is not None
 
@@ -175,13 +193,13 @@ class Governor:
         back = admitted.restore
         if back is not None:
             after = self.meter.count(admitted.request.with_messages(back))
-            outcome = Outcome(back, after, source=admitted.checkpoint, cause=why)
+            outcome = Outcome(messages=back, after=after, source=admitted.checkpoint, cause=why)
             self._apply(Kind.RECOVERY, admitted.request, admitted.count, lambda: outcome)
 
     def observe(self, admitted: Admitted, end: MessageEnd, provider: Provider) -> Observation:
         exact = admitted.count.tokens if admitted.count.exact else None
         seen = self.watch.observe(admitted.request, end, provider, exact, self._budget.window)
-        stamp = Stamp(self.where(), self.lane, end.model)  # what this answer said served it
+        stamp = Stamp(where=self.where(), lane=self.lane, served=end.model)  # what this answer said served it
         verdict = self.served.answer(end.model)
         if verdict is not None:
             for event in verdict.said:
@@ -208,7 +226,7 @@ class Governor:
     def start_over(self, request: Request) -> None:
         """Forget the conversation, after a checkpoint /undo can restore. Raises TransformError."""
         empty = self.meter.count(request.with_messages(()))
-        outcome = Outcome((), empty, len(request.messages), cause="/clear")
+        outcome = Outcome(messages=(), after=empty, count=len(request.messages), cause="/clear")
         self._apply(Kind.RESET, request, self.meter.count(request), lambda: outcome)
 
     def undo(self, request: Request, wanted: str | None = None) -> tuple[Restore, str | None] | None:
@@ -223,7 +241,13 @@ class Governor:
         if chosen is None:
             return None
         after = self.meter.count(request.with_messages(chosen.messages))
-        outcome = Outcome(chosen.messages, after, len(chosen.messages), chosen.checkpoint, cause="undo")
+        outcome = Outcome(
+            messages=chosen.messages,
+            after=after,
+            count=len(chosen.messages),
+            source=chosen.checkpoint,
+            cause="undo",
+        )
         applied = self._apply(Kind.UNDO, request, self.meter.count(request), lambda: outcome)
         self._undone = chosen.checkpoint
         return chosen, applied.checkpoint if applied else None
@@ -244,7 +268,7 @@ class Governor:
                 checkpoint = self._checkpoint(kind, request, before)
                 outcome = plan(checkpoint) if callable(plan) else plan
         except _NotWritten as exc:
-            self.emit(Warning(names.not_written(exc)))
+            self.emit(Warning(message=names.not_written(exc)))
             self.journal.record(rejection(self._stamp(), before, started, f"checkpoint: {exc}"))
             if names.unwritten is None:
                 return None
@@ -256,12 +280,24 @@ class Governor:
         # Who did the work: the lane that wrote a summary, else the conversation's own.
         lane, served = (outcome.lane, outcome.served) if outcome.lane else (self.lane, self.served.last)
         after = outcome.after.tokens
-        self.emit(ContextAction(names.action, before.tokens, after, outcome.count, named, lane, served))
-        stamp, was = Stamp(self.where(), lane, served), request.messages
+        self.emit(
+            ContextAction(
+                action=names.action,
+                before=before.tokens,
+                after=after,
+                count=outcome.count,
+                checkpoint=named,
+                lane=lane,
+                model=served,
+            )
+        )
+        stamp, was = Stamp(where=self.where(), lane=lane, served=served), request.messages
         self.journal.record(transformation(stamp, names.event, before, was, outcome, started, named))
         self.conversation.replace(outcome.messages)
         self.served.summary_on(lane)
-        return Applied(request.with_messages(outcome.messages), outcome.after, checkpoint)
+        return Applied(
+            request=request.with_messages(outcome.messages), after=outcome.after, checkpoint=checkpoint
+        )
 
     def _checkpoint(self, kind: Kind, request: Request, before: Count) -> str | None:
         reason = kind.checkpoint_reason(request.messages)
@@ -286,15 +322,15 @@ class Governor:
     ) -> Room:
         """What a stage may look at, as plain values: the stages never see the governor."""
         return Room(
-            request,
-            self.meter.count(request),
-            self._budget,
-            self.policy,
-            self.meter.count,
-            self.meter.estimates.of,
-            self._summarizer(provider, cancel),
-            force,
-            instructions,
+            request=request,
+            before=self.meter.count(request),
+            budget=self._budget,
+            policy=self.policy,
+            count=self.meter.count,
+            estimate=self.meter.estimates.of,
+            summary=self._summarizer(provider, cancel),
+            force=force,
+            instructions=instructions,
         )
 
     def _summarizer(self, provider: Provider, cancel: threading.Event | None = None) -> Summarizer:
@@ -305,4 +341,4 @@ class Governor:
 
     def _stamp(self) -> Stamp:
         """The conversation's lane, and the model its server last said served it."""
-        return Stamp(self.where(), self.lane, self.served.last)
+        return Stamp(where=self.where(), lane=self.lane, served=self.served.last)

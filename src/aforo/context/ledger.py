@@ -213,15 +213,15 @@ def checkpoint_facts(
     """What a checkpoint of `messages` says about them, stamped with the conversation's lane."""
     led = build_ledger(messages)
     return CheckpointFacts(
-        reason,
-        tokens_before,
-        stamp.where,
-        led.goal,
-        led.hard,
-        led.soft,
-        led.decisions,
-        led.evidence,
-        led.next_action,
-        stamp.lane,
-        stamp.served,
+        reason=reason,
+        tokens_before=tokens_before,
+        where=stamp.where,
+        goal=led.goal,
+        hard=led.hard,
+        soft=led.soft,
+        decisions=led.decisions,
+        evidence=led.evidence,
+        next_action=led.next_action,
+        lane=stamp.lane,
+        model_served=stamp.served,
     )
