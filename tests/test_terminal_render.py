@@ -118,7 +118,14 @@ def breakdown() -> Breakdown:
         ("cleared results", 0),
     ]
     return Breakdown(
-        tuple(Section(n, t) for n, t in sizes), 2121, 951, 1024, 4096, "llama.cpp /props", "x", True
+        sections=tuple(Section(n, t) for n, t in sizes),
+        used=2121,
+        free=951,
+        reserve=1024,
+        window=4096,
+        window_source="llama.cpp /props",
+        counter="x",
+        exact=True,
     )
 
 

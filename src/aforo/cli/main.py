@@ -126,7 +126,15 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         return EXIT_CODES["error"]
     telemetry = _open_telemetry(emit)
     try:
-        start = _Start(cfg, emit, notes, checkpoints, telemetry, prompt, interactive)
+        start = _Start(
+            cfg=cfg,
+            emit=emit,
+            notes=notes,
+            checkpoints=checkpoints,
+            telemetry=telemetry,
+            prompt=prompt,
+            interactive=interactive,
+        )
         code, result, session = _start(start, store, record)
     finally:
         if telemetry is not None:
@@ -160,7 +168,7 @@ def _prompt(piped: str | None, words: str) -> Prompt:
     return Prompt(words.strip(), kept)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Start:
     """What a run starts from once the flags are read and the stores are open."""
 

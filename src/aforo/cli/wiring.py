@@ -52,7 +52,7 @@ class Runtime:
     model: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OpenLane:
     """One lane, wired: its server, model, window, provider and counter."""
 
@@ -112,7 +112,17 @@ def open_lane(
     provider = kind.provider(server, model, connection)
     counter = make_counter(kind.counter, client, server.root_url, model, tokenizer)
     known = served is not None or remembered is not None
-    return OpenLane(route, server, kind, model, budget, resolution.source, provider, counter, known)
+    return OpenLane(
+        route=route,
+        server=server,
+        kind=kind,
+        model=model,
+        budget=budget,
+        window_source=resolution.source,
+        provider=provider,
+        counter=counter,
+        window_known=known,
+    )
 
 
 def _check_served(client: httpx.Client, route: Route, server: ServerInfo) -> None:

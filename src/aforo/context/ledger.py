@@ -34,7 +34,7 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 _EVIDENCE_FACTS = re.compile(r"^- <evidence>(?P<source>.*?)</evidence> \((?P<facts>.+)\)$", re.M)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Ledger:
     requests: tuple[str, ...] = ()
     hard: tuple[str, ...] = ()
@@ -197,13 +197,13 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
         hard += [c for c in h if c not in hard]
         soft += [c for c in s if c not in soft]
     return Ledger(
-        tuple(requests),
-        tuple(hard),
-        tuple(soft),
-        tuple(evidence),
-        decisions_of(sections.get("decisions", "")),
-        " ".join(sections.get("next action", "").split()),
-        tuple(facts.items()),
+        requests=tuple(requests),
+        hard=tuple(hard),
+        soft=tuple(soft),
+        evidence=tuple(evidence),
+        decisions=decisions_of(sections.get("decisions", "")),
+        next_action=" ".join(sections.get("next action", "").split()),
+        facts=tuple(facts.items()),
     )
 
 
