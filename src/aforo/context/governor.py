@@ -2,7 +2,7 @@
 
 Before a call it runs the stages (clear, compact) and refuses locally what still cannot fit; after it,
 the watch decides whether the server silently dropped part of the prompt. Every transformation goes
-through one pipeline, `_apply`: checkpoint first, transform in memory, then event, telemetry and
+through one pipeline, `Pipeline.apply`: checkpoint first, transform in memory, then event, telemetry and
 `Conversation.replace`; on failure a rejection record, and the conversation is left as it was.
 Helpers get plain values (`Room`), never the governor. Summary requests go to the compaction lane when
 one is set (`aforo.context.lanes`), and the next answer on the conversation's lane is checked for the
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 
@@ -24,17 +23,17 @@ from aforo.context.conversation import Conversation
 from aforo.context.counting import Meter
 from aforo.context.dropped import Dropped, since_newest
 from aforo.context.lanes import DEFAULT_LANE, Lane, Served, summary_route
-from aforo.context.ledger import checkpoint_facts
-from aforo.context.plan import Admitted, Applied, Outcome, Plan, RecoveryFailed, Room, Summarizer
+from aforo.context.pipeline import Pipeline
+from aforo.context.plan import Admitted, Outcome, RecoveryFailed, Room, Summarizer
 from aforo.context.policy import Policy
-from aforo.context.rows import decision, model_check, overflow, rejection, transformation
+from aforo.context.rows import decision, model_check, overflow, rejection
 from aforo.context.stages import Cap
 from aforo.context.tokens import Count
 from aforo.context.transforms import STAGES, Kind
 from aforo.context.undo import Restore, choose
 from aforo.context.watch import Observation, Watch
-from aforo.errors import ContextOverflowError, RejectedError, StoreError, TransformError
-from aforo.events import ContextAction, EventSink, Warning, phase
+from aforo.errors import ContextOverflowError, RejectedError, TransformError
+from aforo.events import EventSink, Warning
 from aforo.messages import MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.records import Stamp, Where
@@ -42,8 +41,10 @@ from aforo.records import Stamp, Where
 _CANCELLED = "cancelled by the user during the compaction"
 
 
-class _NotWritten(Exception):
-    """The checkpoint could not be written, so the transformation is not applied."""
+def _changed(room: Room, request: Request, checkpoint: str | None) -> Admitted:
+    """What the stages so far did to `request`'s conversation (now `room`'s), for `recover` to put back."""
+    back = request.messages if checkpoint else None
+    return Admitted(request=room.request, count=room.before, restore=back, checkpoint=checkpoint)
 
 
 class Governor:
@@ -70,8 +71,9 @@ class Governor:
         self.meter = Meter(counter, emit)
         self.watch = Watch(self.meter, emit, window_known=window_known)
         self.conversation = Conversation(self.meter, self.watch)
-        # The checkpoint the last /undo restored: the next one goes further back from there.
-        self._undone: str | None = None
+        self.pipeline = Pipeline(
+            journal=journal, emit=emit, conversation=self.conversation, served=self.served, stamp=self._stamp
+        )
 
     # --- views (the conversation's one door is `conversation`: the loop appends through it, a resumed
     # session replaces it, an interrupt closes its pending calls) ----------------------------------
@@ -141,25 +143,15 @@ class Governor:
         checkpoint = None
         for kind, stage in STAGES:
             try:
-                applied = self._apply(kind, room.request, room.before, partial(stage, room))
+                applied = self.pipeline.apply(kind, room.request, room.before, partial(stage, room))
             except KeyboardInterrupt:
                 if checkpoint is not None:  # a clearing went before the compaction cancelled: put it back
-                    changed = Admitted(
-                        request=room.request,
-                        count=room.before,
-                        restore=request.messages,
-                        checkpoint=checkpoint,
-                    )
-                    self.recover(changed, _CANCELLED)
+                    self.recover(_changed(room, request, checkpoint), _CANCELLED)
                 raise
             except TransformError as exc:
                 self.emit(Warning(message=f"{kind.value.event.capitalize()} failed: {exc}"))
                 if force_compact:
-                    back = request.messages if checkpoint else None
-                    changed = Admitted(
-                        request=room.request, count=room.before, restore=back, checkpoint=checkpoint
-                    )
-                    raise RecoveryFailed(str(exc), changed) from exc
+                    raise RecoveryFailed(str(exc), _changed(room, request, checkpoint)) from exc
                 continue
             if applied is not None:
                 checkpoint = applied.checkpoint
@@ -194,7 +186,7 @@ class Governor:
         if back is not None:
             after = self.meter.count(admitted.request.with_messages(back))
             outcome = Outcome(messages=back, after=after, source=admitted.checkpoint, cause=why)
-            self._apply(Kind.RECOVERY, admitted.request, admitted.count, lambda: outcome)
+            self.pipeline.apply(Kind.RECOVERY, admitted.request, admitted.count, lambda: outcome)
 
     def observe(self, admitted: Admitted, end: MessageEnd, provider: Provider) -> Observation:
         exact = admitted.count.tokens if admitted.count.exact else None
@@ -221,13 +213,13 @@ class Governor:
         """Compact now, through the same pipeline. Raises TransformError, or KeyboardInterrupt when
         `cancel` is set; the conversation is then kept."""
         room = self._room(request, provider, force=True, instructions=instructions, cancel=cancel)
-        self._apply(Kind.COMPACT, request, room.before, partial(compact, room))
+        self.pipeline.apply(Kind.COMPACT, request, room.before, partial(compact, room))
 
     def start_over(self, request: Request) -> None:
         """Forget the conversation, after a checkpoint /undo can restore. Raises TransformError."""
         empty = self.meter.count(request.with_messages(()))
         outcome = Outcome(messages=(), after=empty, count=len(request.messages), cause="/clear")
-        self._apply(Kind.RESET, request, self.meter.count(request), lambda: outcome)
+        self.pipeline.apply(Kind.RESET, request, self.meter.count(request), lambda: outcome)
 
     def undo(self, request: Request, wanted: str | None = None) -> tuple[Restore, str | None] | None:
         """Restore one transformation further back (or the checkpoint `wanted`); None: nothing to undo.
@@ -237,7 +229,7 @@ class Governor:
         TransformError when the conversation cannot be checkpointed first: then nothing changes.
         """
         history = self.journal.checkpoint_history()
-        chosen = choose(history, request.messages, below=self._undone, wanted=wanted)
+        chosen = choose(history, request.messages, below=self.pipeline.undone, wanted=wanted)
         if chosen is None:
             return None
         after = self.meter.count(request.with_messages(chosen.messages))
@@ -248,68 +240,9 @@ class Governor:
             source=chosen.checkpoint,
             cause="undo",
         )
-        applied = self._apply(Kind.UNDO, request, self.meter.count(request), lambda: outcome)
-        self._undone = chosen.checkpoint
+        applied = self.pipeline.apply(Kind.UNDO, request, self.meter.count(request), lambda: outcome)
+        self.pipeline.undone = chosen.checkpoint
         return chosen, applied.checkpoint if applied else None
-
-    # --- the one pipeline ------------------------------------------------------------------------
-
-    def _apply(
-        self, kind: Kind, request: Request, before: Count, step: Callable[[], Plan | None]
-    ) -> Applied | None:
-        """Plan, checkpoint, transform; then tell, record and adopt. None: the plan had nothing to do,
-        or clearing was skipped for want of a checkpoint. Raises TransformError, conversation untouched."""
-        names, started = kind.value, time.monotonic()
-        try:
-            with phase(self.emit, names.doing):  # the status line: a compaction asks the model
-                plan = step()
-                if plan is None:
-                    return None
-                checkpoint = self._checkpoint(kind, request, before)
-                outcome = plan(checkpoint) if callable(plan) else plan
-        except _NotWritten as exc:
-            self.emit(Warning(message=names.not_written(exc)))
-            self.journal.record(rejection(self._stamp(), before, started, f"checkpoint: {exc}"))
-            if names.unwritten is None:
-                return None
-            raise TransformError(names.unwritten) from exc
-        except TransformError as exc:
-            self.journal.record(rejection(self._stamp(), before, started, f"{names.event}: {exc}"))
-            raise
-        named = outcome.source or checkpoint
-        # Who did the work: the lane that wrote a summary, else the conversation's own.
-        lane, served = (outcome.lane, outcome.served) if outcome.lane else (self.lane, self.served.last)
-        after = outcome.after.tokens
-        self.emit(
-            ContextAction(
-                action=names.action,
-                before=before.tokens,
-                after=after,
-                count=outcome.count,
-                checkpoint=named,
-                lane=lane,
-                model=served,
-            )
-        )
-        stamp, was = Stamp(where=self.where(), lane=lane, served=served), request.messages
-        self.journal.record(transformation(stamp, names.event, before, was, outcome, started, named))
-        self.conversation.replace(outcome.messages)
-        self.served.summary_on(lane)
-        return Applied(
-            request=request.with_messages(outcome.messages), after=outcome.after, checkpoint=checkpoint
-        )
-
-    def _checkpoint(self, kind: Kind, request: Request, before: Count) -> str | None:
-        reason = kind.checkpoint_reason(request.messages)
-        if reason is None:
-            return None
-        facts = checkpoint_facts(reason, request.messages, before.tokens, self._stamp())
-        try:
-            checkpoint = self.journal.checkpoint(request.messages, facts)
-        except StoreError as exc:
-            raise _NotWritten(str(exc)) from exc
-        self._undone = None  # a new checkpoint: the next /undo walks back from it
-        return checkpoint
 
     def _room(
         self,
