@@ -120,8 +120,15 @@ class Agent:
     def request(self, answer_only: bool = False, question: str = "", worded: bool = False) -> Request:
         gov = self.governor
         fixed = (self.provider.model, self.system, self.tools.specs_for(gov.window), self.messages)
-        steer = (self.constrained, answer_only, question, worded)
-        return Request(*fixed, gov.budget.reserve, self.temperature, *steer)
+        return Request(
+            *fixed,
+            gov.budget.reserve,
+            temperature=self.temperature,
+            constrained=self.constrained,
+            answer_only=answer_only,
+            question=question,
+            worded=worded,
+        )
 
     def run(
         self,

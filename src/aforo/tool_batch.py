@@ -286,9 +286,11 @@ def run_batch(
         error = output.content.splitlines()[0] if output.is_error and output.content else None
         if original is not use:
             note = f"[Same call as {original.id} in this message: see its result.]"
-            outcomes.append(CallOutcome(use, ToolResult(use.id, note, output.is_error), 0.0, False, error))
+            outcomes.append(
+                CallOutcome(use, ToolResult(use.id, note, is_error=output.is_error), 0.0, False, error)
+            )
             continue
         capped = cap_text(output.content, cap.tokens, cap.ratio)
-        result = ToolResult(use.id, capped.content, output.is_error, facts=output.facts)
+        result = ToolResult(use.id, capped.content, is_error=output.is_error, facts=output.facts)
         outcomes.append(CallOutcome(use, result, round(ms, 1), capped.truncated, error))
     return outcomes
