@@ -38,7 +38,14 @@ def lanes_agent(
     policy: Policy | None = None,
 ) -> tuple[Agent, Recorder, MemoryJournal, Lane]:
     rec, journal = Recorder(), MemoryJournal()
-    lane = Lane("fast", side.model, "fake", side, Budget(side_window, 8192, "test"), Meter(None, rec))
+    lane = Lane(
+        name="fast",
+        model=side.model,
+        server="fake",
+        provider=side,
+        budget=Budget(side_window, 8192, "test"),
+        meter=Meter(None, rec),
+    )
     governor = Governor(
         budget=Budget(window, 8192, "test"),
         policy=policy or Policy(),

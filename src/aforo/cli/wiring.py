@@ -169,7 +169,14 @@ def _compaction_lane(
     side = open_lane(client, route, cfg, emit, kinds, hint=main.server.kind if same else None)
     meter = Meter(side.counter, emit)
     _check_summary_room(side, meter)
-    return Lane(route.name, side.model, side.server.kind, side.provider, side.budget, meter)
+    return Lane(
+        name=route.name,
+        model=side.model,
+        server=side.server.kind,
+        provider=side.provider,
+        budget=side.budget,
+        meter=meter,
+    )
 
 
 def build_runtime(

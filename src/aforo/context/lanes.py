@@ -28,7 +28,7 @@ from aforo.stream import Reply, collect
 DEFAULT_LANE = "default"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Lane:
     """A lane summary requests go to instead of the conversation's own."""
 

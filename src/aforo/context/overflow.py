@@ -89,7 +89,7 @@ def generation_overflow(prompt_tokens: int, completion_tokens: int, window: int)
     return prompt_tokens + completion_tokens > window
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     """What the detector concluded about one request, and why, in words a user can act on."""
 
@@ -140,7 +140,15 @@ class TruncationDetector:
 
         def verdict(status: Status, rule: str, why: str, real: int | None = None) -> Verdict:
             last = prev.tokens if prev else None
-            return Verdict(status, f"{said}; {why}", expected, real, rule, cur.tokens, last)
+            return Verdict(
+                status=status,
+                reason=f"{said}; {why}",
+                expected_tokens=expected,
+                seems_real_window=real,
+                rule=rule,
+                reported=cur.tokens,
+                prev_reported=last,
+            )
 
         if cur.tokens <= 0:
             return verdict("ok", "no_usage", "no usage reported, nothing to judge")
@@ -197,9 +205,18 @@ class TruncationDetector:
             why = f"{verdict.reason}; {measured}: {new_content_tokens - grown} older tokens were dropped"
             prev = Sample(verdict.prev_reported, 0)
             real = verdict.seems_real_window or self._window(prev, Sample(verdict.reported, 0), expected)
-            return Verdict("truncated", why, expected, real, "probe", verdict.reported, verdict.prev_reported)
+            return replace(
+                verdict,
+                status="truncated",
+                reason=why,
+                expected_tokens=expected,
+                seems_real_window=real,
+                rule="probe",
+            )
         why = f"{verdict.reason}; {measured}: nothing was dropped"
-        return Verdict("ok", why, expected, None, "probe", verdict.reported, verdict.prev_reported)
+        return replace(
+            verdict, status="ok", reason=why, expected_tokens=expected, seems_real_window=None, rule="probe"
+        )
 
     def _plausible(self, window: int | None) -> list[int]:
         # Prompts stay under the window aforo believes, so a larger one can never be the one crossed.
