@@ -44,7 +44,9 @@ def prompt_costs(client: httpx.Client, server: str, model: str) -> dict[str, int
     question = (Message.user("Which file defines the most functions?"),)
 
     def count(specs: tuple[ToolSpec, ...], constrained: bool) -> int:
-        return counter.count(Request(model, system, specs, question, 1024, 0.0, constrained))
+        return counter.count(
+            Request(model, system, specs, question, 1024, temperature=0.0, constrained=constrained)
+        )
 
     return {
         "constrained steps": count(tools.specs, True),

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from aforo.context.compaction import SUMMARY_SYSTEM
+from aforo.context.summary_request import SUMMARY_SYSTEM
 
 # Hop-by-hop headers, and the framing this proxy redoes itself (it streams and closes).
 _DROP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}

@@ -10,23 +10,21 @@ from hypothesis import strategies as st
 
 from aforo import reply_format
 from aforo.context.budget import Budget
-from aforo.context.compaction import (
-    LEFT_OUT_HEADER,
+from aforo.context.compacted import LEFT_OUT_HEADER, assemble, keep_tail
+from aforo.context.ledger import build_ledger, constraints_of, is_compacted
+from aforo.context.policy import Policy
+from aforo.context.stages import CapResult, cap_text, clear_old_results
+from aforo.context.summary_request import (
     SHORTER,
-    CompactionError,
     Piece,
-    assemble,
     fit_summary_request,
-    keep_tail,
     omitted,
     summary_request,
     summary_words,
     transcript_pieces,
 )
-from aforo.context.ledger import build_ledger, constraints_of, is_compacted
-from aforo.context.policy import Policy
-from aforo.context.stages import CapResult, cap_text, clear_old_results
 from aforo.context.tokens import Count, MessageEstimates, estimate_request, estimate_text
+from aforo.errors import CompactionError
 from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse
 from aforo.records import Decision
 from aforo.summarised import summarised

@@ -72,7 +72,7 @@ def test_a_recycled_pid_is_never_signalled(tmp_path: Path, sleeper: subprocess.P
     assert not terminate(sleeper.pid)
     home = EngineHome(tmp_path / "cache")
     home.ensure_writable()
-    recorded = Server(sleeper.pid, 1, "m", "/m.gguf", 4096, "/log")
+    recorded = Server(pid=sleeper.pid, port=1, model="m", model_path="/m.gguf", ctx=4096, log="/log")
     (home.run / "server.json").write_text(json.dumps({**recorded.to_json(), "pinned": False}))
     shared = SharedEngine(home)
     assert shared.current() is None

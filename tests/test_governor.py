@@ -356,7 +356,7 @@ def test_clear_and_undo_without_a_checkpoint_keep_the_conversation(tmp_path: Pat
 
 
 def journal_facts(reason: str) -> CheckpointFacts:
-    return CheckpointFacts(reason, 0, Where())
+    return CheckpointFacts(reason=reason, tokens_before=0, where=Where())
 
 
 def test_clear_command_is_checkpointed_and_recorded(tmp_path: Path) -> None:

@@ -189,7 +189,7 @@ def test_compact_model_on_ollama_asks_the_same_server_for_the_small_model(tmp_pa
             Message.user(f"{MARKER}: say hello " + "please " * 300),
             Message.assistant("hello " * 200),
         ]
-        governor.replace_history(conversation)
+        governor.conversation.replace(conversation)
         governor.compact_now(runtime.agent.request(), runtime.provider)
     (_path, body), *_ = [(p, b) for p, b in app.state.received if p == "/api/chat"]
     # The same server, asked for the small model, with the small model's own window (from /api/ps).

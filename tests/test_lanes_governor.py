@@ -8,13 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from aforo.context.budget import Budget
-from aforo.context.compaction import OMITTED_OUTPUT
 from aforo.context.counting import Meter
 from aforo.context.governor import Governor
 from aforo.context.lanes import Lane
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
+from aforo.context.summary_request import OMITTED_OUTPUT
 from aforo.context.tokens import estimate_request
 from aforo.errors import CompactionError, ConnectError, ContextOverflowError
 from aforo.events import ModelCheck
@@ -38,7 +38,14 @@ def lanes_agent(
     policy: Policy | None = None,
 ) -> tuple[Agent, Recorder, MemoryJournal, Lane]:
     rec, journal = Recorder(), MemoryJournal()
-    lane = Lane("fast", side.model, "fake", side, Budget(side_window, 8192, "test"), Meter(None, rec))
+    lane = Lane(
+        name="fast",
+        model=side.model,
+        server="fake",
+        provider=side,
+        budget=Budget(side_window, 8192, "test"),
+        meter=Meter(None, rec),
+    )
     governor = Governor(
         budget=Budget(window, 8192, "test"),
         policy=policy or Policy(),

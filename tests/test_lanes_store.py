@@ -12,12 +12,20 @@ from aforo.store.checkpoints import CheckpointStore, load_checkpoint
 from aforo.store.journal import StoreJournal
 from aforo.store.telemetry import Telemetry, connect, format_summary, migrate
 
-WHERE = Where("qwen", "llama.cpp", 8192, "llama.cpp /props n_ctx", "llama.cpp /tokenize")
+WHERE = Where(
+    model="qwen",
+    server="llama.cpp",
+    window=8192,
+    window_source="llama.cpp /props n_ctx",
+    counter="llama.cpp /tokenize",
+)
 
 
 def test_a_checkpoint_keeps_the_lane_and_the_model_served(tmp_path: Path) -> None:
     journal = StoreJournal(lambda: "s1", CheckpointStore(tmp_path / "cp"), None, lambda e: None)
-    facts = CheckpointFacts("compact", 9000, WHERE, lane="standard", model_served="qwen-alias")
+    facts = CheckpointFacts(
+        reason="compact", tokens_before=9000, where=WHERE, lane="standard", model_served="qwen-alias"
+    )
     journal.checkpoint((Message.user("find the bug"),), facts)
     assert journal.last_path is not None
     on_disk = json.loads(journal.last_path.read_text())
@@ -28,7 +36,7 @@ def test_a_checkpoint_keeps_the_lane_and_the_model_served(tmp_path: Path) -> Non
 
 def test_a_checkpoint_written_before_lanes_loads_saying_neither(tmp_path: Path) -> None:
     journal = StoreJournal(lambda: "s1", CheckpointStore(tmp_path / "cp"), None, lambda e: None)
-    journal.checkpoint((Message.user("q"),), CheckpointFacts("compact", 1, WHERE))
+    journal.checkpoint((Message.user("q"),), CheckpointFacts(reason="compact", tokens_before=1, where=WHERE))
     assert journal.last_path is not None
     data = json.loads(journal.last_path.read_text())
     old = {k: v for k, v in data.items() if k not in ("lane", "model_served")} | {"schema_version": 1}
@@ -64,22 +72,28 @@ def test_stats_shows_each_lane_with_its_models_and_the_model_checks(tmp_path: Pa
     with Telemetry(tmp_path / "t.db") as t:
         journal = StoreJournal(lambda: "s1", CheckpointStore(tmp_path / "cp"), t, lambda e: None)
         for record in (
-            TelemetryRecord("admission", Stamp(WHERE, "standard", "qwen-7b")),
+            TelemetryRecord(event="admission", stamp=Stamp(where=WHERE, lane="standard", served="qwen-7b")),
             TelemetryRecord(
-                "compaction",
-                Stamp(WHERE, "fast", "qwen-0.5b"),
+                event="compaction",
+                stamp=Stamp(where=WHERE, lane="fast", served="qwen-0.5b"),
                 tokens_before=9000,
                 tokens_after=2000,
             ),
-            TelemetryRecord("model_restored", Stamp(WHERE, "standard", "qwen-7b")),
-            TelemetryRecord("admission", Stamp(WHERE, "standard", "qwen-7b")),
             TelemetryRecord(
-                "compaction",
-                Stamp(WHERE, "fast", "qwen-0.5b"),
+                event="model_restored", stamp=Stamp(where=WHERE, lane="standard", served="qwen-7b")
+            ),
+            TelemetryRecord(event="admission", stamp=Stamp(where=WHERE, lane="standard", served="qwen-7b")),
+            TelemetryRecord(
+                event="compaction",
+                stamp=Stamp(where=WHERE, lane="fast", served="qwen-0.5b"),
                 tokens_before=9000,
                 tokens_after=2000,
             ),
-            TelemetryRecord("model_mismatch", Stamp(WHERE, "standard", "llama3"), cause="expected 'qwen-7b'"),
+            TelemetryRecord(
+                event="model_mismatch",
+                stamp=Stamp(where=WHERE, lane="standard", served="llama3"),
+                cause="expected 'qwen-7b'",
+            ),
         ):
             journal.record(record)
         summary = t.summary()

@@ -78,7 +78,7 @@ def test_stop_never_signals_a_process_that_is_not_llama_server(tmp_path: Path) -
     try:
         home = EngineHome(tmp_path)
         home.ensure_writable()
-        recorded = Server(sleeper.pid, 1, "m", "/m.gguf", 4096, "/log")
+        recorded = Server(pid=sleeper.pid, port=1, model="m", model_path="/m.gguf", ctx=4096, log="/log")
         (home.run / "server.json").write_text(json.dumps({**recorded.to_json(), "pinned": True}))
         assert script("stop", cache=tmp_path).returncode == 0
         assert sleeper.poll() is None  # a recycled PID is left alone

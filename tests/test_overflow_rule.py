@@ -12,6 +12,7 @@ from aforo.context.overflow import (
     OVERFLOW_MIN_GROWTH_COMPACT,
     generation_overflow,
     looks_truncated,
+    unread,
 )
 from aforo.context.tokens import Sample
 from aforo.providers.fake import FakeProvider, Truncate
@@ -112,3 +113,18 @@ def test_the_measuring_requests_share_no_prefix_with_the_conversation(tmp_path: 
     assert all(r.system == () for r in probes) and all(r.system for r in turns)
     assert all(r.tools == turns[0].tools for r in probes)  # the same framing of the new messages
     assert all(r.messages[0].text == "." for r in probes)
+
+
+def test_unread_is_decided_by_the_exact_count_alone_when_there_is_one() -> None:
+    """The one check the detector and the summary request share: an exact count overrides the growth
+    rule both ways, and a missing report proves nothing."""
+    prev = Sample(3000, 3000)
+    stalled = Sample(3000, 4000)  # the growth rule calls this truncated
+    assert unread(prev, stalled, exact=None)
+    assert not unread(prev, stalled, exact=3004)  # within the template's slack of the exact count
+    assert unread(prev, Sample(3100, 3100), exact=3105)  # grew, but short of the exact count
+    assert not unread(prev, Sample(0, 4000), exact=3105)
+    # A summary request is judged against the conversation's last with the smaller minimum growth.
+    small = Sample(3000, 3100)
+    assert not unread(prev, small, exact=None)
+    assert unread(prev, small, exact=None, min_growth=OVERFLOW_MIN_GROWTH_COMPACT)

@@ -87,13 +87,13 @@ def test_llama_server_progress_becomes_progress_events_before_the_answer() -> No
     assert isinstance(events[3], StreamText)  # progress first, then the text
     assert reply.text == "The end"
     assert seen == [
-        Progress("prompt"),
-        Progress("prompt", done=0, total=2534),
-        Progress("prompt", done=2048, total=2534),
-        Progress("prompt", done=2534, total=2534),
-        Progress("generating", tokens=1),
-        Progress("generating", tokens=2),
-        Progress("idle"),
+        Progress(phase="prompt"),
+        Progress(phase="prompt", done=0, total=2534),
+        Progress(phase="prompt", done=2048, total=2534),
+        Progress(phase="prompt", done=2534, total=2534),
+        Progress(phase="generating", tokens=1),
+        Progress(phase="generating", tokens=2),
+        Progress(phase="idle"),
     ]
 
 
@@ -113,4 +113,4 @@ def test_progress_ends_even_when_the_call_fails() -> None:
         pytest.raises(ProtocolError),
     ):  # an empty stream
         collect(provider, request(), progress=seen.append)
-    assert seen[0] == Progress("prompt") and seen[-1] == Progress("idle")
+    assert seen[0] == Progress(phase="prompt") and seen[-1] == Progress(phase="idle")

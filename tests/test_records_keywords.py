@@ -11,6 +11,7 @@ import pytest
 
 from aforo import events, records
 from aforo.context import plan
+from aforo.messages import Request, ToolResult, Usage
 
 
 @pytest.mark.parametrize("module", [events, records, plan], ids=lambda m: m.__name__)
@@ -26,9 +27,18 @@ def test_every_dataclass_of_the_module_takes_its_fields_by_keyword_only(module: 
 
 
 def test_turn_end_refuses_its_booleans_by_position() -> None:
-    from aforo.messages import Usage
-
     with pytest.raises(TypeError):
-        events.TurnEnd(1, Usage(), 10, 100, True, False, True)  # type: ignore[misc]
+        events.TurnEnd(1, Usage(), 10, 100, False, True)  # type: ignore[misc]
     end = events.TurnEnd(turn=1, usage=Usage(), context=10, window=100, truncated=True)
     assert (end.exact, end.truncated, end.context_shift) == (False, True, False)
+
+
+def test_a_request_and_a_tool_result_take_their_flags_by_keyword() -> None:
+    # What is asked and what a result is stay positional; the booleans after them do not.
+    with pytest.raises(TypeError):
+        Request("m", (), (), (), 10, None, True)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        ToolResult("id", "text", True)  # type: ignore[misc]
+    request = Request("m", (), (), (), 10, temperature=0.0, answer_only=True)
+    assert (request.constrained, request.answer_only) == (False, True)
+    assert ToolResult("id", "text", is_error=True).is_error

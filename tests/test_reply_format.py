@@ -191,7 +191,9 @@ def test_the_estimate_counts_the_question_repeated_after_the_newest_results() ->
     use = ToolUse("a", "Read", {"file_path": "app/handlers.py"})
     result = Message("user", (ToolResult("a", "x\n"),))
     read = (Message.user(question), Message("assistant", (use,)), result)
-    request = Request("m", (), TOOLS, read, 1024, 0.0, True, False, question)
+    request = Request(
+        "m", (), TOOLS, read, 1024, temperature=0.0, constrained=True, answer_only=False, question=question
+    )
     without = replace(request, question="")
     wire = sum(len(t["content"]) for t in reply_format.wire_messages(request))
     grown = wire - sum(len(t["content"]) for t in reply_format.wire_messages(without))

@@ -105,7 +105,7 @@ def kobold_provider(server: ServerInfo, model: str, conn: Connection) -> Provide
 
 
 KOBOLD = ServerKind(
-    "kobold",
+    name="kobold",
     check=check_kobold,
     window=read_kobold,
     counter=KoboldCounter,

@@ -47,33 +47,39 @@ def visible(screen: str) -> str:
 
 
 def test_each_phase_is_named_with_its_elapsed_time() -> None:
-    assert describe(Progress("connecting", "http://h:1/v1"), 2.4, 0) == "connecting http://h:1/v1 · 2s"
-    server = describe(Progress("prompt", done=2048, total=2534, cached=512), 24.4, 0)
+    assert (
+        describe(Progress(phase="connecting", detail="http://h:1/v1"), 2.4, 0)
+        == "connecting http://h:1/v1 · 2s"
+    )
+    server = describe(Progress(phase="prompt", done=2048, total=2534, cached=512), 24.4, 0)
     assert server == "processing the prompt: 2,048/2,534 tokens (81%, 512 cached) · 24s"
-    assert describe(Progress("prompt"), 75, 0) == "processing the prompt · 1m 15s"
-    assert describe(Progress("generating", tokens=42), 4.2, 4.0) == "generating: 42 tokens, 10.5 tok/s · 4s"
-    assert describe(Progress("compacting"), 3, 0) == "compacting the conversation · 3s"
-    assert describe(Progress("tool", "Read Grep"), 1, 0) == "running Read Grep · 1s"
+    assert describe(Progress(phase="prompt"), 75, 0) == "processing the prompt · 1m 15s"
+    assert (
+        describe(Progress(phase="generating", tokens=42), 4.2, 4.0)
+        == "generating: 42 tokens, 10.5 tok/s · 4s"
+    )
+    assert describe(Progress(phase="compacting"), 3, 0) == "compacting the conversation · 3s"
+    assert describe(Progress(phase="tool", detail="Read Grep"), 1, 0) == "running Read Grep · 1s"
     assert elapsed(3599.9) == "59m 59s"
 
 
 def test_a_compaction_shows_its_summary_requests_progress_like_a_model_call() -> None:
-    reading = describe(Progress("compacting", done=1200, total=5700, cached=300), 12.2, 0)
+    reading = describe(Progress(phase="compacting", done=1200, total=5700, cached=300), 12.2, 0)
     assert reading == "compacting the conversation: 1,200/5,700 tokens (21%, 300 cached) · 12s"
-    writing = describe(Progress("compacting", tokens=35), 61, 0)
+    writing = describe(Progress(phase="compacting", tokens=35), 61, 0)
     assert writing == "compacting the conversation: summary 35 tokens · 1m 01s"
 
 
 def test_a_short_phase_is_never_drawn_a_long_one_is(line: tuple[StatusLine, io.StringIO, Clock]) -> None:
     status, err, clock = line
-    status.show(Progress("prompt"))
+    status.show(Progress(phase="prompt"))
     clock.now += DELAY / 2
     status.tick()
     assert err.getvalue() == ""  # a 1 ms tool or a fast prompt does not flicker
     clock.now += 12
     status.tick()
     assert visible(err.getvalue()).endswith("processing the prompt · 12s")
-    status.show(Progress("idle"))
+    status.show(Progress(phase="idle"))
     assert visible(err.getvalue()) == "" and not status.active
 
 
@@ -83,7 +89,7 @@ def test_output_erases_the_line_first_and_it_returns_only_at_a_line_start(
     status, err, clock = line
     out = io.StringIO()
     screen = StatusWriter(out, status)
-    status.show(Progress("generating", tokens=3))
+    status.show(Progress(phase="generating", tokens=3))
     clock.now += 1
     status.tick()
     assert "generating" in visible(err.getvalue())
@@ -100,7 +106,7 @@ def test_output_erases_the_line_first_and_it_returns_only_at_a_line_start(
 
 def test_the_line_fits_the_width(line: tuple[StatusLine, io.StringIO, Clock]) -> None:
     status, err, clock = line
-    status.show(Progress("connecting", "http://" + "x" * 200))
+    status.show(Progress(phase="connecting", detail="http://" + "x" * 200))
     clock.now += 1
     status.tick()
     assert 0 < len(visible(err.getvalue())) <= 59

@@ -26,7 +26,7 @@ def test_clearing_and_compacting_are_phases_that_end_before_their_line(tmp_path:
     for i in actions:
         started = [e for e in rec.events[:i] if isinstance(e, Progress) and e.phase != "idle"][-1]
         assert started.phase == {"cleared": "clearing", "compacted": "compacting"}[rec.events[i].action]  # type: ignore[union-attr]
-        assert rec.events[i - 1] == Progress("idle")
+        assert rec.events[i - 1] == Progress(phase="idle")
 
 
 def test_the_truncation_probes_are_a_phase(tmp_path: Path) -> None:
@@ -62,12 +62,12 @@ def test_a_running_tool_is_shown_until_the_last_one_ends() -> None:
     err = io.StringIO()
     status = StatusLine(err, width=lambda: 80, clock=lambda: clock[0], autotick=False)
     renderer = HumanRenderer(io.StringIO(), io.StringIO(), status=status)
-    renderer(ToolStart("c1", "Read", {"file_path": "a"}))
-    renderer(ToolStart("c2", "Grep", {"pattern": "x"}))
+    renderer(ToolStart(id="c1", name="Read", input={"file_path": "a"}))
+    renderer(ToolStart(id="c2", name="Grep", input={"pattern": "x"}))
     clock[0] += DELAY + 2
     status.tick()
     assert "running Read Grep · 2s" in err.getvalue()
-    renderer(ToolEnd("c1", "Read", 1.0, True))
+    renderer(ToolEnd(id="c1", name="Read", duration_ms=1.0, ok=True))
     assert status.active
-    renderer(ToolEnd("c2", "Grep", 1.0, True))
+    renderer(ToolEnd(id="c2", name="Grep", duration_ms=1.0, ok=True))
     assert not status.active

@@ -15,7 +15,13 @@ from aforo.store.checkpoints import CheckpointStore
 from aforo.store.journal import StoreJournal
 from aforo.store.telemetry import Telemetry
 
-WHERE = Where("m", "llama.cpp", 4096, "--context-window", "llama.cpp /tokenize")
+WHERE = Where(
+    model="m",
+    server="llama.cpp",
+    window=4096,
+    window_source="--context-window",
+    counter="llama.cpp /tokenize",
+)
 
 
 def journal(tmp_path: Path, session: list[str]) -> tuple[StoreJournal, Telemetry, list[Event]]:
@@ -34,7 +40,11 @@ def test_every_field_of_a_record_reaches_its_column(tmp_path: Path) -> None:
     values = {f.name: n for n, f in enumerate(fields(TelemetryRecord), start=11) if f.name not in skip}
     values |= {"duration_ms": 1.5, "cause": "why", "checkpoint": "cp-1"}
     usage = Usage(input_tokens=700, cache_read_tokens=300, cache_write_tokens=20, output_tokens=40)
-    store.record(TelemetryRecord("compaction", Stamp(WHERE, "fast", "q"), usage=usage, **values))
+    store.record(
+        TelemetryRecord(
+            event="compaction", stamp=Stamp(where=WHERE, lane="fast", served="q"), usage=usage, **values
+        )
+    )
     (row,) = telemetry.rows()
     assert row["session"] == "s1" and row["event"] == "compaction"
     assert {k: row[k] for k in values} == values
@@ -47,7 +57,7 @@ def test_every_field_of_a_record_reaches_its_column(tmp_path: Path) -> None:
 
 def test_an_unknown_lane_and_model_and_no_usage_are_null(tmp_path: Path) -> None:
     store, telemetry, _ = journal(tmp_path, ["s1"])
-    store.record(TelemetryRecord("admission", Stamp(WHERE, "")))
+    store.record(TelemetryRecord(event="admission", stamp=Stamp(where=WHERE, lane="")))
     (row,) = telemetry.rows()
     nulls = ("lane", "model_served", "input_tokens", "output_tokens", "cached_tokens")
     assert {k: row[k] for k in nulls} == dict.fromkeys(nulls)
@@ -60,7 +70,7 @@ def test_a_field_the_store_has_no_column_for_is_an_error(tmp_path: Path) -> None
 
     store, telemetry, _ = journal(tmp_path, ["s1"])
     with pytest.raises(TypeError, match="mood"):
-        store.record(Richer("admission", Stamp(WHERE, "")))
+        store.record(Richer(event="admission", stamp=Stamp(where=WHERE, lane="")))
     assert telemetry.rows() == []
 
 
@@ -68,9 +78,9 @@ def test_checkpoint_facts_reach_the_file_of_the_session_asked_for(tmp_path: Path
     session = ["s1"]
     store, _, _ = journal(tmp_path, session)
     facts = CheckpointFacts(
-        "compact",
-        2345,
-        WHERE,
+        reason="compact",
+        tokens_before=2345,
+        where=WHERE,
         goal="find the bug",
         hard=("never touch tests/",),
         decisions=(Decision("read a.py first", "it is the entry point"),),

@@ -288,3 +288,15 @@ def test_an_unreadable_database_is_a_store_error(tmp_path: Path) -> None:
     path.write_bytes(b"this is not a database" * 100)
     with pytest.raises(StoreError, match="Move the file aside"):
         Telemetry(path)
+
+
+def test_a_new_column_is_written_once_the_table_and_the_field_list_have_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One check against the columns: record names none of them (it took each as a parameter and
+    # listed it again in its row).
+    monkeypatch.setattr(telemetry, "RECORD_FIELDS", (*telemetry.RECORD_FIELDS, "client"))
+    with Telemetry(tmp_path / "t.db") as t:
+        t._db.execute("ALTER TABLE events ADD COLUMN client TEXT")
+        t.record("admission", session="s", client="gateway")
+        assert t._db.execute("SELECT client FROM events").fetchall() == [("gateway",)]

@@ -42,11 +42,11 @@ def render(events: list[object], out: io.StringIO, **kwargs: object) -> str:
 
 
 def pieces(text: str, size: int = 7) -> list[TextDelta]:
-    return [TextDelta(text[i : i + size]) for i in range(0, len(text), size)]
+    return [TextDelta(text=text[i : i + size]) for i in range(0, len(text), size)]
 
 
 def end_turn(truncated: bool = False) -> TurnEnd:
-    return TurnEnd(1, Usage(100, 0, 0, 20), 100, 4096, truncated=truncated)
+    return TurnEnd(turn=1, usage=Usage(100, 0, 0, 20), context=100, window=4096, truncated=truncated)
 
 
 def test_on_a_terminal_the_answer_is_markdown_with_highlighted_code(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,9 +70,9 @@ def test_piped_or_plain_the_answer_is_the_text_itself(monkeypatch: pytest.Monkey
 def test_markdown_is_printed_a_block_at_a_time_as_each_completes() -> None:
     out = Terminal()
     renderer = HumanRenderer(out, io.StringIO())
-    renderer(TextDelta("First paragraph, still being"))
+    renderer(TextDelta(text="First paragraph, still being"))
     assert out.getvalue() == ""  # a half paragraph cannot be wrapped yet
-    renderer(TextDelta(" written.\n\nSecond"))
+    renderer(TextDelta(text=" written.\n\nSecond"))
     assert "First paragraph, still being written." in out.getvalue() and "Second" not in out.getvalue()
     renderer(end_turn())
     assert "Second" in out.getvalue()
@@ -118,7 +118,14 @@ def breakdown() -> Breakdown:
         ("cleared results", 0),
     ]
     return Breakdown(
-        tuple(Section(n, t) for n, t in sizes), 2121, 951, 1024, 4096, "llama.cpp /props", "x", True
+        sections=tuple(Section(n, t) for n, t in sizes),
+        used=2121,
+        free=951,
+        reserve=1024,
+        window=4096,
+        window_source="llama.cpp /props",
+        counter="x",
+        exact=True,
     )
 
 
@@ -135,23 +142,23 @@ def test_context_fits_the_width(width: int) -> None:
 
 def test_a_streamed_answer_from_a_truncated_prompt_is_marked_discarded() -> None:
     shown = render(
-        [TextDelta("A confident answer without the task."), end_turn(truncated=True)], io.StringIO()
+        [TextDelta(text="A confident answer without the task."), end_turn(truncated=True)], io.StringIO()
     )
     assert shown.index("A confident answer") < shown.index(DISCARDED)
     assert DISCARDED not in render([end_turn(truncated=True)], io.StringIO())  # nothing was shown
 
 
 def test_a_tool_result_says_its_size() -> None:
-    end = ToolEnd("c1", "Read", 3.2, True, bytes=2048, lines=40, tokens=512)
+    end = ToolEnd(id="c1", name="Read", duration_ms=3.2, ok=True, bytes=2048, lines=40, tokens=512)
     assert "  ok (3 ms; 40 lines, 2.0 KiB, ~512 tokens)" in render([end], io.StringIO())
 
 
 def test_json_lines_carry_the_version_and_no_progress() -> None:
     out = io.StringIO()
     renderer = JsonRenderer(out)
-    renderer(Progress("prompt", done=1, total=2))
-    renderer(TextDelta("hi"))
+    renderer(Progress(phase="prompt", done=1, total=2))
+    renderer(TextDelta(text="hi"))
     assert [json.loads(line) for line in out.getvalue().splitlines()] == [
         {"v": SCHEMA_VERSION, "type": "text_delta", "text": "hi"}
     ]
-    assert event_to_dict(TextDelta("x"))["v"] == 1
+    assert event_to_dict(TextDelta(text="x"))["v"] == 1

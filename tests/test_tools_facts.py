@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aforo.context.compaction import compacted_message, newest_evidence
+from aforo.context.compacted import compacted_message, newest_evidence
 from aforo.context.ledger import COMPACTED_HEADER, build_ledger
 from aforo.context.stages import clear_old_results
 from aforo.context.tokens import estimate_text

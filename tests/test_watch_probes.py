@@ -73,7 +73,17 @@ def read_step(call_id: str, path: str, lines: int) -> tuple[Message, Message]:
 
 
 def constrained(messages: tuple[Message, ...]) -> Request:
-    return Request("m", (), TOOLS, messages, 1024, 0.0, True, False, QUESTION)
+    return Request(
+        "m",
+        (),
+        TOOLS,
+        messages,
+        1024,
+        temperature=0.0,
+        constrained=True,
+        answer_only=False,
+        question=QUESTION,
+    )
 
 
 def probed(server: RenderingServer) -> bool:

@@ -23,7 +23,7 @@ from aforo.messages import Usage
 SCHEMA_VERSION = 1
 
 
-@dataclass_transform(frozen_default=True)
+@dataclass_transform(frozen_default=True, kw_only_default=True)
 class Tagged:
     """An event: a frozen dataclass whose `type`, its JSON `type`, is the tag it is declared with."""
 
@@ -32,7 +32,7 @@ class Tagged:
     def __init_subclass__(cls, *, tag: str, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.type = tag
-        dataclass(frozen=True)(cls)
+        dataclass(frozen=True, kw_only=True)(cls)
 
 
 RunReason = Literal[
@@ -125,7 +125,7 @@ class ModelCheck(Tagged, tag="model_check"):
     restored: bool
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunResult:
     reason: RunReason
     turns: int = 0
@@ -227,8 +227,8 @@ def discard(_event: Event) -> None:
 @contextmanager
 def phase(emit: EventSink, name: str, detail: str = "") -> Iterator[None]:
     """Tell the status line that `name` runs until the block ends, however it ends."""
-    emit(Progress(name, detail))
+    emit(Progress(phase=name, detail=detail))
     try:
         yield
     finally:
-        emit(Progress("idle"))
+        emit(Progress(phase="idle"))

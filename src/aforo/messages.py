@@ -9,7 +9,7 @@ This module imports nothing of ours.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from typing import Any, Literal
 
 Role = Literal["user", "assistant"]
@@ -38,6 +38,7 @@ class ToolUse:
 class ToolResult:
     tool_use_id: str
     content: str
+    _: KW_ONLY
     is_error: bool = False
     cleared: bool = False
     # The tool's one-line summary of what it found (`a.py: 120 lines; defines f, g`), kept when cleared.
@@ -132,6 +133,7 @@ class Request:
     tools: tuple[ToolSpec, ...]
     messages: tuple[Message, ...]
     max_tokens: int
+    _: KW_ONLY  # how to ask, by name: three booleans stand in a row
     # None: the server's default sampling. 0 makes small models' behaviour repeatable.
     temperature: float | None = None
     # The server forces the answer to one JSON step (aforo.reply_format), not sent tool definitions.
@@ -251,9 +253,9 @@ def block_from_dict(data: Any) -> Block:
             return ToolResult(
                 str(data["tool_use_id"]),
                 str(data["content"]),
-                bool(data.get("is_error", False)),
-                bool(data.get("cleared", False)),
-                str(data.get("facts", "")),
+                is_error=bool(data.get("is_error", False)),
+                cleared=bool(data.get("cleared", False)),
+                facts=str(data.get("facts", "")),
             )
     except KeyError as exc:
         raise ValueError(f"{kind} block is missing the field {exc.args[0]!r}") from exc

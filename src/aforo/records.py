@@ -12,7 +12,7 @@ from typing import NamedTuple
 from aforo.messages import Usage
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Where:
     """Where a record was made: the model, the server, its window and how tokens were counted."""
 
@@ -23,7 +23,7 @@ class Where:
     counter: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Stamp:
     """Who a record is about: where it was made, the lane, the model that lane's server said served."""
 
@@ -32,7 +32,7 @@ class Stamp:
     served: str = ""  # "" unknown
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class CheckpointFacts:
     """What a checkpoint says about the conversation it holds, next to the messages themselves."""
 
@@ -49,7 +49,7 @@ class CheckpointFacts:
     model_served: str = ""  # the model its server last said served the conversation ("" unknown)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TelemetryRecord:
     """One telemetry row. `event` is one of the store's event names ("admission", "compaction"...);
     `stamp` says where it was made and which lane's server it is about (a compaction's: the lane that

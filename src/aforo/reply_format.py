@@ -42,7 +42,7 @@ MAX_BATCH = 12
 Call = tuple[str, dict[str, Any]]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepForm:
     """How one tool is written as a step: `{key: primary}`, its first argument only (offered more, the
     0.5B model filled them with noise); a `batch` tool takes a list under its key, one call per item.
@@ -85,7 +85,16 @@ def forms(tools: Sequence[ToolSpec]) -> list[StepForm]:
         primary = next(iter(schema.get("required", [])), props[0] if props else "")
         if primary:
             summary = lean.description.removesuffix(".")
-            out.append(StepForm(tool.name, tool.name.lower(), primary, tool.batch, schema, summary))
+            out.append(
+                StepForm(
+                    tool=tool.name,
+                    key=tool.name.lower(),
+                    primary=primary,
+                    batch=tool.batch,
+                    schema=schema,
+                    summary=summary,
+                )
+            )
     return out
 
 

@@ -69,12 +69,12 @@ def ollama_native(server: ServerInfo, model: str, conn: Connection) -> Provider:
 # answer /v1/models; only vLLM/SGLang put max_model_len there). The first entry has no check: it is
 # what a server that answers none of them is.
 KINDS: tuple[ServerKind, ...] = (
-    ServerKind("openai", check=None, window=None, provider=openai_compat),
+    ServerKind(name="openai", check=None, window=None, provider=openai_compat),
     ServerKind(
-        "ollama",
-        check_ollama,
-        read_ollama,
-        ollama_native,
+        name="ollama",
+        check=check_ollama,
+        window=read_ollama,
+        provider=ollama_native,
         loud=True,  # the native adapter sends `truncate: false`, and its overflow 400 is mapped
         models=ollama_model_ids,
         sets_window=True,
@@ -84,18 +84,27 @@ KINDS: tuple[ServerKind, ...] = (
         ),
     ),
     ServerKind(
-        "llama.cpp",
-        check_llamacpp,
-        read_llamacpp,
-        llamacpp_compat,
+        name="llama.cpp",
+        check=check_llamacpp,
+        window=read_llamacpp,
+        provider=llamacpp_compat,
         counter=LlamaCppCounter,
         loud=True,
         constrains=lambda server: True,  # `response_format` with a JSON schema, as a grammar
     ),
-    ServerKind("tgi", check_tgi, read_tgi, openai_compat, counter=TgiCounter, loud=True),
-    ServerKind("lmstudio", check_lmstudio, read_lmstudio, openai_compat),
-    ServerKind("litellm", check_litellm, read_litellm, openai_compat),
-    ServerKind("vllm", check_vllm, read_vllm, openai_compat, counter=VllmCounter, loud=True),
+    ServerKind(
+        name="tgi", check=check_tgi, window=read_tgi, provider=openai_compat, counter=TgiCounter, loud=True
+    ),
+    ServerKind(name="lmstudio", check=check_lmstudio, window=read_lmstudio, provider=openai_compat),
+    ServerKind(name="litellm", check=check_litellm, window=read_litellm, provider=openai_compat),
+    ServerKind(
+        name="vllm",
+        check=check_vllm,
+        window=read_vllm,
+        provider=openai_compat,
+        counter=VllmCounter,
+        loud=True,
+    ),
 )
 
 SERVER_KINDS: tuple[str, ...] = tuple(kind.name for kind in KINDS)

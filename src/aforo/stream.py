@@ -69,7 +69,9 @@ def _answer(
             raise KeyboardInterrupt
         if isinstance(event, StreamProgress):
             if progress is not None:
-                progress(Progress("prompt", done=event.processed, total=event.total, cached=event.cached))
+                progress(
+                    Progress(phase="prompt", done=event.processed, total=event.total, cached=event.cached)
+                )
             continue
         if isinstance(event, MessageEnd):
             if step is not None:
@@ -83,7 +85,7 @@ def _answer(
             return Reply("".join(text), tuple(calls), event)
         pieces += 1
         if progress is not None:
-            progress(Progress("generating", tokens=pieces))
+            progress(Progress(phase="generating", tokens=pieces))
         if isinstance(event, StreamText):
             piece = event.text if step is None else step.feed(event.text)
             text.append(piece)

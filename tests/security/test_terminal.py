@@ -112,11 +112,11 @@ def test_the_renderer_sanitizes_every_field_even_split_sequences() -> None:
     out, err = io.StringIO(), io.StringIO()
     render = HumanRenderer(out, err)
     for piece in ("a\x1b", "[2J b\r", "\nc\x9b", "1m"):
-        render(TextDelta(piece))
-    render(ToolStart("1", "Gl\x1bob\nX", {"pattern": "\x1b[2J\u202e"}))
-    render(ToolEnd("1", "Glob", ok=False, duration_ms=1.0, error="no such file \x1b]0;title\x07"))
-    render(Warning("careful \x1b[5m"))
-    render(RunEnd(RunResult("error", error="server said \x1b[2J\x07")))
+        render(TextDelta(text=piece))
+    render(ToolStart(id="1", name="Gl\x1bob\nX", input={"pattern": "\x1b[2J\u202e"}))
+    render(ToolEnd(id="1", name="Glob", ok=False, duration_ms=1.0, error="no such file \x1b]0;title\x07"))
+    render(Warning(message="careful \x1b[5m"))
+    render(RunEnd(result=RunResult(reason="error", error="server said \x1b[2J\x07")))
     assert raw_controls(out.getvalue() + err.getvalue()) == []
     assert out.getvalue().startswith("a\\x1b[2J b\nc\\u009b1m\n")
     assert "> Gl\\x1bob\\nX " in out.getvalue()  # a tool name stays on one line
@@ -156,6 +156,6 @@ def test_every_kind_of_sequence_has_a_visible_form() -> None:
 def test_json_lines_decode_to_exactly_what_was_sent_even_a_lone_surrogate() -> None:
     out = io.StringIO()
     sent = "C1 \x9b2J, bidi \u202e, DEL \x7f, ESC \x1b[2J, lone \udcff"
-    JsonRenderer(out)(TextDelta(sent))
+    JsonRenderer(out)(TextDelta(text=sent))
     assert raw_controls(out.getvalue()) == [] and "\udcff" not in out.getvalue()
     assert json.loads(out.getvalue())["text"] == sent

@@ -54,7 +54,7 @@ class _NotGiven:
 NOT_GIVEN: Any = _NotGiven()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Config:
     workspace: Path = field(default_factory=Path.cwd)
     base_url: str = DEFAULT_BASE_URL

@@ -111,26 +111,40 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         cfg = replace(cfg, model=record.model)  # continue with the model the conversation was held with
     emit = renderer(cfg.json, args.plain)
     for note in cfg.notes:
-        emit(Info({"trust": note}))
+        emit(Info(fields={"trust": note}))
     for warning in cfg.warnings:
-        emit(Warning(warning))
+        emit(Warning(message=warning))
     with phase(emit, "connecting", cfg.base_url):
         why = unreachable(cfg.base_url)
     if why is not None:
         # Before any session exists: a run that could not reach a server leaves nothing behind.
         message = no_server_message(cfg.base_url, cfg.base_url_source, why)
         say(f"aforo: {message}")
-        emit(Result(RunResult("error", error=message), EXIT_CODES["error"], _since(started)))
+        emit(
+            Result(
+                run=RunResult(reason="error", error=message),
+                exit_code=EXIT_CODES["error"],
+                duration_ms=_since(started),
+            )
+        )
         return EXIT_CODES["error"]
     telemetry = _open_telemetry(emit)
     try:
-        start = _Start(cfg, emit, notes, checkpoints, telemetry, prompt, interactive)
+        start = _Start(
+            cfg=cfg,
+            emit=emit,
+            notes=notes,
+            checkpoints=checkpoints,
+            telemetry=telemetry,
+            prompt=prompt,
+            interactive=interactive,
+        )
         code, result, session = _start(start, store, record)
     finally:
         if telemetry is not None:
             telemetry.close()
     if result is not None:
-        emit(Result(result, code, _since(started), session))
+        emit(Result(run=result, exit_code=code, duration_ms=_since(started), session=session))
     return code
 
 
@@ -158,7 +172,7 @@ def _prompt(piped: str | None, words: str) -> Prompt:
     return Prompt(words.strip(), kept)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class _Start:
     """What a run starts from once the flags are read and the stores are open."""
 
@@ -180,7 +194,7 @@ def _start(
         keeper = SessionKeeper(store, record, start.emit)
     except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
         _fail(exc)
-        return EXIT_USAGE, RunResult("error", error=str(exc)), None
+        return EXIT_USAGE, RunResult(reason="error", error=str(exc)), None
     try:
         return _run(start, keeper)
     finally:
@@ -198,17 +212,17 @@ def _run(start: _Start, keeper: SessionKeeper) -> tuple[int, RunResult | None, s
             runtime = build_runtime(cfg, log, journal)
     except ConfigError as exc:
         _fail(exc)
-        return EXIT_USAGE, RunResult("error", error=str(exc)), None
+        return EXIT_USAGE, RunResult(reason="error", error=str(exc)), None
     except AforoError as exc:
-        failed = RunResult("error", error=str(exc))
-        emit(RunEnd(failed))
+        failed = RunResult(reason="error", error=str(exc))
+        emit(RunEnd(result=failed))
         return EXIT_CODES["error"], failed, None
     for note in start.notes + mismatch_warnings(record, cfg.workspace, runtime.model):
-        emit(Warning(note))
+        emit(Warning(message=note))
     keeper.attach(runtime.agent, workspace=cfg.workspace, model=runtime.model, base_url=cfg.base_url)
     log.where = runtime.agent.governor.where()
     resumed = f" (resumed: {len(runtime.agent.messages)} messages)" if record.messages else ""
-    emit(Info({"session": record.id + resumed}))
+    emit(Info(fields={"session": record.id + resumed}))
     if start.interactive:
         from aforo.cli.repl import start_repl
 
@@ -242,7 +256,7 @@ def _open_telemetry(emit: EventSink) -> Telemetry | None:
     try:
         return Telemetry()
     except StoreError as exc:
-        emit(Warning(f"Telemetry is off for this run: {exc}"))
+        emit(Warning(message=f"Telemetry is off for this run: {exc}"))
         return None
 
 

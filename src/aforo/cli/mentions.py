@@ -89,7 +89,7 @@ def attach(
             notes.append(f"@{outcome.use.input['file_path']} was not attached ({outcome.result.content})")
             continue
         kept.append(outcome)
-        emit(ToolStart(outcome.use.id, outcome.use.name, outcome.use.input))
+        emit(ToolStart(id=outcome.use.id, name=outcome.use.name, input=outcome.use.input))
         emit(tool_end(outcome, cap.ratio))
     if not kept:
         return Attachments(notes=tuple(notes))

@@ -115,7 +115,7 @@ class HumanRenderer:
             if not self._streaming and not isinstance(self._answer, MarkdownAnswer):
                 # Streamed text is its own progress; a status line would only flicker under it.
                 self._streaming = True
-                self._show(Progress("idle"))
+                self._show(Progress(phase="idle"))
             self._answer.feed(event.text)
             self._shown = True
         elif isinstance(event, Progress):
@@ -137,13 +137,13 @@ class HumanRenderer:
                 f"> {sanitize(event.name, one_line=True)} {one_line(event.input, self._args_width())}", "bold"
             )
             self._tools.append(sanitize(event.name, one_line=True))
-            self._show(Progress("tool", " ".join(dict.fromkeys(self._tools))))
+            self._show(Progress(phase="tool", detail=" ".join(dict.fromkeys(self._tools))))
         elif isinstance(event, ToolEnd):
             self._line(_tool_end_line(event), "green" if event.ok else "red")
             if event.name in self._tools:
                 self._tools.remove(event.name)
             if not self._tools:
-                self._show(Progress("idle"))
+                self._show(Progress(phase="idle"))
         elif isinstance(event, ContextAction):
             self._line(self._context_text(event), "magenta")
         elif isinstance(event, ModelCheck) and event.restored:
@@ -153,7 +153,7 @@ class HumanRenderer:
             self._line(f"! {event.message}", "yellow", err=True)
         elif isinstance(event, RunEnd):
             self._tools.clear()
-            self._show(Progress("idle"))
+            self._show(Progress(phase="idle"))
             self._line("")
             self._line(result_line(event), "bold")
             if event.result.error and event.result.reason != "end_turn":

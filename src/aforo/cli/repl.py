@@ -133,7 +133,7 @@ class Repl:
         except KeyboardInterrupt:
             # A second Ctrl-C can land after the agent's own handler (while it ends the run): the
             # conversation must still be well-formed before it is saved.
-            self.agent.governor.close_pending(INTERRUPTED_RESULT)
+            self.agent.governor.conversation.close_pending(INTERRUPTED_RESULT)
             self.console.print("\n[aborted] cancelled by the user", markup=False, highlight=False)
         self.keeper.save()
         self.status()

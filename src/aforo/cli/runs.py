@@ -51,8 +51,8 @@ class RunLog:
         lane, served = self._served
         self.journal.record(
             TelemetryRecord(
-                "run",
-                Stamp(self.where, lane, served),
+                event="run",
+                stamp=Stamp(where=self.where, lane=lane, served=served),
                 usage=self._usage,
                 duration_ms=(time.monotonic() - started) * 1000,
                 cause=end.reason,
@@ -65,10 +65,10 @@ def ask(agent: Agent, keeper: SessionKeeper, log: RunLog, prompt: Prompt) -> Run
     caller saves the session after it."""
     attached = attach(prompt.question, agent.tools, agent.governor.tool_cap(), agent.messages, keeper)
     for note in attached.notes:
-        keeper(Warning(note))
+        keeper(Warning(message=note))
     fitted = fit(prompt, agent)
     if fitted.notice is not None:
-        keeper(Warning(fitted.notice))
+        keeper(Warning(message=fitted.notice))
     # After the attachments' events (the keeper saves on events): the prompt is on disk before the run.
     keeper.begin(fitted.text)
     log.begin()

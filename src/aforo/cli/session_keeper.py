@@ -98,8 +98,8 @@ class SessionKeeper:
         record.workspace, record.model, record.base_url = self._where
         if self.agent is not None:
             governor = self.agent.governor
-            governor.replace_history(record.messages)
-            governor.close_pending(INTERRUPTED_RESULT)
+            governor.conversation.replace(record.messages)
+            governor.conversation.close_pending(INTERRUPTED_RESULT)
             record.window = governor.window
 
     def _open(self, record: SessionRecord) -> tuple[SessionLock, SessionRecord]:
@@ -138,7 +138,9 @@ class SessionKeeper:
             self.store.save(self.record)
         except StoreError as exc:
             if not self._failed:
-                self.inner(Warning(f"The session is not being saved ({exc}); --resume will miss this run."))
+                self.inner(
+                    Warning(message=f"The session is not being saved ({exc}); --resume will miss this run.")
+                )
             self._failed = True
             return False
         return True

@@ -145,7 +145,7 @@ class StatusLine:
                 self._at_line_start = text.endswith("\n")
 
     def close(self) -> None:
-        self.show(Progress("idle"))
+        self.show(Progress(phase="idle"))
 
     # --- drawing -------------------------------------------------------------------------------------
 

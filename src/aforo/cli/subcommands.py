@@ -123,7 +123,7 @@ def probe(args: argparse.Namespace, cfg: Config) -> int:
     screen = StatusWriter(sys.stdout, status) if status else sys.stdout
     out = sys.stdout if args.json else SafeWriter(screen)  # type: ignore[arg-type]
     if status:
-        status.show(Progress("probing", "the window"))
+        status.show(Progress(phase="probing", detail="the window"))
     try:
         return run_probe_command(cfg.base_url, cfg.model, cfg.server, args.json, out, kinds=KINDS)  # type: ignore[arg-type]
     finally:

@@ -20,10 +20,10 @@ from aforo.cli.config import Config
 from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.routes import Route, compact_route
 from aforo.context.budget import Budget
-from aforo.context.compaction import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
 from aforo.context.counting import Meter
 from aforo.context.governor import Governor
 from aforo.context.lanes import DEFAULT_LANE, Lane
+from aforo.context.summary_request import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
 from aforo.errors import AforoError, ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.loop.agent import Agent
@@ -52,7 +52,7 @@ class Runtime:
     model: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class OpenLane:
     """One lane, wired: its server, model, window, provider and counter."""
 
@@ -106,13 +106,23 @@ def open_lane(
         *((remembered.window_source,) if remembered else ()),
     )
     for warning in resolution.warnings:
-        emit(Warning(warning.removeprefix("! ")))
+        emit(Warning(message=warning.removeprefix("! ")))
     budget = Budget(resolution.window, cfg.max_tokens, resolution.source)
     connection = Connection(budget.window, cfg.api_key, Deadlines(cfg.read_timeout, cfg.answer_timeout))
     provider = kind.provider(server, model, connection)
     counter = make_counter(kind.counter, client, server.root_url, model, tokenizer)
     known = served is not None or remembered is not None
-    return OpenLane(route, server, kind, model, budget, resolution.source, provider, counter, known)
+    return OpenLane(
+        route=route,
+        server=server,
+        kind=kind,
+        model=model,
+        budget=budget,
+        window_source=resolution.source,
+        provider=provider,
+        counter=counter,
+        window_known=known,
+    )
 
 
 def _check_served(client: httpx.Client, route: Route, server: ServerInfo) -> None:
@@ -159,7 +169,14 @@ def _compaction_lane(
     side = open_lane(client, route, cfg, emit, kinds, hint=main.server.kind if same else None)
     meter = Meter(side.counter, emit)
     _check_summary_room(side, meter)
-    return Lane(route.name, side.model, side.server.kind, side.provider, side.budget, meter)
+    return Lane(
+        name=route.name,
+        model=side.model,
+        server=side.server.kind,
+        provider=side.provider,
+        budget=side.budget,
+        meter=meter,
+    )
 
 
 def build_runtime(
@@ -199,7 +216,7 @@ def build_runtime(
     tools_chars = definition_chars(Request(main.model, (), specs, (), 0, constrained=constrained))
     prompt = system_prompt(cfg.workspace, lambda chars: navigator.repo_map(chars + tools_chars))
     for warning in prompt.warnings:
-        emit(Warning(warning))
+        emit(Warning(message=warning))
     agent = Agent(
         provider=main.provider,
         tools=registry,
@@ -214,7 +231,15 @@ def build_runtime(
         guide=navigator.guide,
     )
     mode = "constrained" if constrained else "native"
-    emit(Info({**_info(cfg, main, compaction), "answers": "streamed" if live else "held", "tool_mode": mode}))
+    emit(
+        Info(
+            fields={
+                **_info(cfg, main, compaction),
+                "answers": "streamed" if live else "held",
+                "tool_mode": mode,
+            }
+        )
+    )
     return Runtime(agent, main.server, main.provider, main.counter, main.model)
 
 

@@ -22,7 +22,7 @@ class Section:
     tokens: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Breakdown:
     sections: tuple[Section, ...]
     used: int
@@ -57,7 +57,7 @@ def break_down(request: Request, budget: Budget, count: Count, ratio: float) -> 
     scale = total / raw_total if raw_total else ratio
     sections = tuple(Section(name, math.ceil(c / CHARS_PER_TOKEN * scale)) for name, c in chars.items())
     return Breakdown(
-        sections,
+        sections=sections,
         used=total,
         free=max(0, budget.available - total),
         reserve=budget.reserve,

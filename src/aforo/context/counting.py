@@ -52,7 +52,9 @@ class Meter:
                 return Count(self.counter.count(request), True, self.counter.name, estimated)
             except ProviderError as exc:
                 self.emit(
-                    Warning(f"Exact token counter {self.counter.name} failed ({exc}); using estimates.")
+                    Warning(
+                        message=f"Exact token counter {self.counter.name} failed ({exc}); using estimates."
+                    )
                 )
                 self.counter = None
         return Count(estimated, False, ESTIMATE, estimated)

@@ -2,7 +2,7 @@
 
 Before a call it runs the stages (clear, compact) and refuses locally what still cannot fit; after it,
 the watch decides whether the server silently dropped part of the prompt. Every transformation goes
-through one pipeline, `_apply`: checkpoint first, transform in memory, then event, telemetry and
+through one pipeline, `Pipeline.apply`: checkpoint first, transform in memory, then event, telemetry and
 `Conversation.replace`; on failure a rejection record, and the conversation is left as it was.
 Helpers get plain values (`Room`), never the governor. Summary requests go to the compaction lane when
 one is set (`aforo.context.lanes`), and the next answer on the conversation's lane is checked for the
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -24,26 +23,28 @@ from aforo.context.conversation import Conversation
 from aforo.context.counting import Meter
 from aforo.context.dropped import Dropped, since_newest
 from aforo.context.lanes import DEFAULT_LANE, Lane, Served, summary_route
-from aforo.context.ledger import checkpoint_facts
-from aforo.context.plan import Admitted, Applied, Outcome, Plan, RecoveryFailed, Room, Summarizer
+from aforo.context.pipeline import Pipeline
+from aforo.context.plan import Admitted, Outcome, RecoveryFailed, Room, Summarizer
 from aforo.context.policy import Policy
-from aforo.context.rows import decision, model_check, overflow, rejection, transformation
+from aforo.context.rows import decision, model_check, overflow, rejection
 from aforo.context.stages import Cap
 from aforo.context.tokens import Count
 from aforo.context.transforms import STAGES, Kind
 from aforo.context.undo import Restore, choose
 from aforo.context.watch import Observation, Watch
-from aforo.errors import ContextOverflowError, RejectedError, StoreError, TransformError
-from aforo.events import ContextAction, EventSink, Warning, phase
-from aforo.messages import Message, MessageEnd, Request
+from aforo.errors import ContextOverflowError, RejectedError, TransformError
+from aforo.events import EventSink, Warning
+from aforo.messages import MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.records import Stamp, Where
 
 _CANCELLED = "cancelled by the user during the compaction"
 
 
-class _NotWritten(Exception):
-    """The checkpoint could not be written, so the transformation is not applied."""
+def _changed(room: Room, request: Request, checkpoint: str | None) -> Admitted:
+    """What the stages so far did to `request`'s conversation (now `room`'s), for `recover` to put back."""
+    back = request.messages if checkpoint else None
+    return Admitted(request=room.request, count=room.before, restore=back, checkpoint=checkpoint)
 
 
 class Governor:
@@ -70,10 +71,12 @@ class Governor:
         self.meter = Meter(counter, emit)
         self.watch = Watch(self.meter, emit, window_known=window_known)
         self.conversation = Conversation(self.meter, self.watch)
-        # The checkpoint the last /undo restored: the next one goes further back from there.
-        self._undone: str | None = None
+        self.pipeline = Pipeline(
+            journal=journal, emit=emit, conversation=self.conversation, served=self.served, stamp=self._stamp
+        )
 
-    # --- views, and the history's two commands (the loop appends through `conversation`) ----------
+    # --- views (the conversation's one door is `conversation`: the loop appends through it, a resumed
+    # session replaces it, an interrupt closes its pending calls) ----------------------------------
 
     @property
     def budget(self) -> Budget:
@@ -86,7 +89,13 @@ class Governor:
     def where(self) -> Where:
         """What every record says of where it was made: model, server, window and counter."""
         budget = self._budget
-        return Where(self.model, self.server, budget.window, budget.source, self.meter.name)
+        return Where(
+            model=self.model,
+            server=self.server,
+            window=budget.window,
+            window_source=budget.source,
+            counter=self.meter.name,
+        )
 
     @property
     def summary_lane(self) -> str:
@@ -114,14 +123,6 @@ class Governor:
         Raises StoreError when that checkpoint cannot be read."""
         return since_newest(self.journal.checkpoint_history(), self.conversation.messages)
 
-    def replace_history(self, messages: Sequence[Message]) -> None:
-        """Take `messages` as the conversation (a resumed session): growth detection restarts."""
-        self.conversation.replace(messages)
-
-    def close_pending(self, note: str) -> None:
-        """Answer the last message's unanswered tool calls with `note`, so the transcript stays whole."""
-        self.conversation.close_pending(note)
-
     # --- around a call ---------------------------------------------------------------------------
 
     def admit(
@@ -142,18 +143,15 @@ class Governor:
         checkpoint = None
         for kind, stage in STAGES:
             try:
-                applied = self._apply(kind, room.request, room.before, partial(stage, room))
+                applied = self.pipeline.apply(kind, room.request, room.before, partial(stage, room))
             except KeyboardInterrupt:
                 if checkpoint is not None:  # a clearing went before the compaction cancelled: put it back
-                    changed = Admitted(room.request, room.before, request.messages, checkpoint)
-                    self.recover(changed, _CANCELLED)
+                    self.recover(_changed(room, request, checkpoint), _CANCELLED)
                 raise
             except TransformError as exc:
-                self.emit(Warning(f"{kind.value.event.capitalize()} failed: {exc}"))
+                self.emit(Warning(message=f"{kind.value.event.capitalize()} failed: {exc}"))
                 if force_compact:
-                    back = request.messages if checkpoint else None
-                    changed = Admitted(room.request, room.before, back, checkpoint)
-                    raise RecoveryFailed(str(exc), changed) from exc
+                    raise RecoveryFailed(str(exc), _changed(room, request, checkpoint)) from exc
                 continue
             if applied is not None:
                 checkpoint = applied.checkpoint
@@ -164,7 +162,12 @@ class Governor:
             self.journal.record(rejection(self._stamp(), count, started, "does_not_fit"))
             raise RejectedError(self._budget.refusal(count), cause="does_not_fit")
         self.journal.record(decision(self._stamp(), "admission", count, count, started))
-        return Admitted(room.request, count, request.messages if checkpoint else None, checkpoint)
+        return Admitted(
+            request=room.request,
+            count=count,
+            restore=request.messages if checkpoint else None,
+            checkpoint=checkpoint,
+        )
 
     def recoverable(self, exc: ContextOverflowError) -> bool:
         """The conversation's lane refused a request as too long: is one recovery (compact once, on the
@@ -172,7 +175,7 @@ class Governor:
         or when summaries go to another lane, whose window the refusal says nothing against."""
         smaller = self._budget.smaller(exc.n_ctx)
         if smaller is not None:
-            self.emit(Warning(smaller.adopted(self._budget.window)))
+            self.emit(Warning(message=smaller.adopted(self._budget.window)))
             self._budget = smaller
         return smaller is not None or self.compaction is not None
 
@@ -182,13 +185,13 @@ class Governor:
         back = admitted.restore
         if back is not None:
             after = self.meter.count(admitted.request.with_messages(back))
-            outcome = Outcome(back, after, source=admitted.checkpoint, cause=why)
-            self._apply(Kind.RECOVERY, admitted.request, admitted.count, lambda: outcome)
+            outcome = Outcome(messages=back, after=after, source=admitted.checkpoint, cause=why)
+            self.pipeline.apply(Kind.RECOVERY, admitted.request, admitted.count, lambda: outcome)
 
     def observe(self, admitted: Admitted, end: MessageEnd, provider: Provider) -> Observation:
         exact = admitted.count.tokens if admitted.count.exact else None
         seen = self.watch.observe(admitted.request, end, provider, exact, self._budget.window)
-        stamp = Stamp(self.where(), self.lane, end.model)  # what this answer said served it
+        stamp = Stamp(where=self.where(), lane=self.lane, served=end.model)  # what this answer said served it
         verdict = self.served.answer(end.model)
         if verdict is not None:
             for event in verdict.said:
@@ -210,13 +213,13 @@ class Governor:
         """Compact now, through the same pipeline. Raises TransformError, or KeyboardInterrupt when
         `cancel` is set; the conversation is then kept."""
         room = self._room(request, provider, force=True, instructions=instructions, cancel=cancel)
-        self._apply(Kind.COMPACT, request, room.before, partial(compact, room))
+        self.pipeline.apply(Kind.COMPACT, request, room.before, partial(compact, room))
 
     def start_over(self, request: Request) -> None:
         """Forget the conversation, after a checkpoint /undo can restore. Raises TransformError."""
         empty = self.meter.count(request.with_messages(()))
-        outcome = Outcome((), empty, len(request.messages), cause="/clear")
-        self._apply(Kind.RESET, request, self.meter.count(request), lambda: outcome)
+        outcome = Outcome(messages=(), after=empty, count=len(request.messages), cause="/clear")
+        self.pipeline.apply(Kind.RESET, request, self.meter.count(request), lambda: outcome)
 
     def undo(self, request: Request, wanted: str | None = None) -> tuple[Restore, str | None] | None:
         """Restore one transformation further back (or the checkpoint `wanted`); None: nothing to undo.
@@ -226,61 +229,20 @@ class Governor:
         TransformError when the conversation cannot be checkpointed first: then nothing changes.
         """
         history = self.journal.checkpoint_history()
-        chosen = choose(history, request.messages, below=self._undone, wanted=wanted)
+        chosen = choose(history, request.messages, below=self.pipeline.undone, wanted=wanted)
         if chosen is None:
             return None
         after = self.meter.count(request.with_messages(chosen.messages))
-        outcome = Outcome(chosen.messages, after, len(chosen.messages), chosen.checkpoint, cause="undo")
-        applied = self._apply(Kind.UNDO, request, self.meter.count(request), lambda: outcome)
-        self._undone = chosen.checkpoint
+        outcome = Outcome(
+            messages=chosen.messages,
+            after=after,
+            count=len(chosen.messages),
+            source=chosen.checkpoint,
+            cause="undo",
+        )
+        applied = self.pipeline.apply(Kind.UNDO, request, self.meter.count(request), lambda: outcome)
+        self.pipeline.undone = chosen.checkpoint
         return chosen, applied.checkpoint if applied else None
-
-    # --- the one pipeline ------------------------------------------------------------------------
-
-    def _apply(
-        self, kind: Kind, request: Request, before: Count, step: Callable[[], Plan | None]
-    ) -> Applied | None:
-        """Plan, checkpoint, transform; then tell, record and adopt. None: the plan had nothing to do,
-        or clearing was skipped for want of a checkpoint. Raises TransformError, conversation untouched."""
-        names, started = kind.value, time.monotonic()
-        try:
-            with phase(self.emit, names.doing):  # the status line: a compaction asks the model
-                plan = step()
-                if plan is None:
-                    return None
-                checkpoint = self._checkpoint(kind, request, before)
-                outcome = plan(checkpoint) if callable(plan) else plan
-        except _NotWritten as exc:
-            self.emit(Warning(names.not_written(exc)))
-            self.journal.record(rejection(self._stamp(), before, started, f"checkpoint: {exc}"))
-            if names.unwritten is None:
-                return None
-            raise TransformError(names.unwritten) from exc
-        except TransformError as exc:
-            self.journal.record(rejection(self._stamp(), before, started, f"{names.event}: {exc}"))
-            raise
-        named = outcome.source or checkpoint
-        # Who did the work: the lane that wrote a summary, else the conversation's own.
-        lane, served = (outcome.lane, outcome.served) if outcome.lane else (self.lane, self.served.last)
-        after = outcome.after.tokens
-        self.emit(ContextAction(names.action, before.tokens, after, outcome.count, named, lane, served))
-        stamp, was = Stamp(self.where(), lane, served), request.messages
-        self.journal.record(transformation(stamp, names.event, before, was, outcome, started, named))
-        self.conversation.replace(outcome.messages)
-        self.served.summary_on(lane)
-        return Applied(request.with_messages(outcome.messages), outcome.after, checkpoint)
-
-    def _checkpoint(self, kind: Kind, request: Request, before: Count) -> str | None:
-        reason = kind.checkpoint_reason(request.messages)
-        if reason is None:
-            return None
-        facts = checkpoint_facts(reason, request.messages, before.tokens, self._stamp())
-        try:
-            checkpoint = self.journal.checkpoint(request.messages, facts)
-        except StoreError as exc:
-            raise _NotWritten(str(exc)) from exc
-        self._undone = None  # a new checkpoint: the next /undo walks back from it
-        return checkpoint
 
     def _room(
         self,
@@ -293,15 +255,15 @@ class Governor:
     ) -> Room:
         """What a stage may look at, as plain values: the stages never see the governor."""
         return Room(
-            request,
-            self.meter.count(request),
-            self._budget,
-            self.policy,
-            self.meter.count,
-            self.meter.estimates.of,
-            self._summarizer(provider, cancel),
-            force,
-            instructions,
+            request=request,
+            before=self.meter.count(request),
+            budget=self._budget,
+            policy=self.policy,
+            count=self.meter.count,
+            estimate=self.meter.estimates.of,
+            summary=self._summarizer(provider, cancel),
+            force=force,
+            instructions=instructions,
         )
 
     def _summarizer(self, provider: Provider, cancel: threading.Event | None = None) -> Summarizer:
@@ -312,4 +274,4 @@ class Governor:
 
     def _stamp(self) -> Stamp:
         """The conversation's lane, and the model its server last said served it."""
-        return Stamp(self.where(), self.lane, self.served.last)
+        return Stamp(where=self.where(), lane=self.lane, served=self.served.last)

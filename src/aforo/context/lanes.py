@@ -28,7 +28,7 @@ from aforo.stream import Reply, collect
 DEFAULT_LANE = "default"
 
 
-@dataclass
+@dataclass(kw_only=True)
 class Lane:
     """A lane summary requests go to instead of the conversation's own."""
 
@@ -43,14 +43,14 @@ class Lane:
         # No growth baseline on this lane: it sees one summary request at a time, never a growing prompt.
         calibration = self.meter.calibration
         return Summarizer(
-            self.name,
-            self.model,
-            self.budget,
-            self.meter.count,
-            summary_asker(self.provider, cancel, emit),
-            calibration.ratio,
-            None,
-            calibration.update,
+            lane=self.name,
+            model=self.model,
+            budget=self.budget,
+            count=self.meter.count,
+            ask=summary_asker(self.provider, cancel, emit),
+            ratio=calibration.ratio,
+            prev=None,
+            calibrate=calibration.update,
         )
 
 
@@ -70,7 +70,11 @@ def _as_compacting(emit: EventSink, event: Event) -> None:
     if isinstance(event, Progress):
         emit(
             Progress(
-                "compacting", done=event.done, total=event.total, cached=event.cached, tokens=event.tokens
+                phase="compacting",
+                done=event.done,
+                total=event.total,
+                cached=event.cached,
+                tokens=event.tokens,
             )
         )
 
@@ -91,15 +95,15 @@ def summary_route(
     if compaction is not None:
         return compaction.summarizer(cancel, emit)
     return Summarizer(
-        lane,
-        model,
-        budget,
-        meter.count,
-        summary_asker(provider, cancel, emit),
-        meter.calibration.ratio,
-        prev,
+        lane=lane,
+        model=model,
+        budget=budget,
+        count=meter.count,
+        ask=summary_asker(provider, cancel, emit),
+        ratio=meter.calibration.ratio,
+        prev=prev,
         # Summaries on the conversation's lane leave its calibration to the conversation's answers.
-        lambda _sample: None,
+        calibrate=lambda _sample: None,
     )
 
 
@@ -115,7 +119,7 @@ class ModelVerdict:
     @property
     def said(self) -> tuple[ModelCheck | Warning, ...]:
         """What the user is told: the check, then the warning when there is one."""
-        return (self.check,) if self.warning is None else (self.check, Warning(self.warning))
+        return (self.check,) if self.warning is None else (self.check, Warning(message=self.warning))
 
 
 class Served:
@@ -143,7 +147,9 @@ class Served:
 
 def check_model(lane: str, expected: str, served: str, away: str) -> ModelVerdict:
     """Is the answer's model (`served`) the one the conversation runs on, after a summary on `away`?"""
-    check = ModelCheck(lane, expected, served, restored=bool(served) and served == expected)
+    check = ModelCheck(
+        lane=lane, expected=expected, served=served, restored=bool(served) and served == expected
+    )
     if check.restored:
         return ModelVerdict(check, "model_restored")
     cause = f"expected {expected!r} after a summary on lane {away!r}"

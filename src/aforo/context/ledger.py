@@ -26,7 +26,7 @@ _HARD = re.compile(
 )
 _SOFT = re.compile(r"\b(should|prefer|preferably|ideally|try to|avoid|if possible|mejor|preferible)\b", re.I)
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-# A section header of the summary format (compaction.SUMMARY_SYSTEM), with or without Markdown emphasis.
+# A section header of the summary format (summary_request.SUMMARY_SYSTEM), with or without Markdown emphasis.
 _SECTION = re.compile(
     r"^[\s#*_-]*(goal|constraints|decisions|evidence|next action)[\s*_]*:[\s*_]*(.*)$", re.IGNORECASE | re.M
 )
@@ -34,7 +34,7 @@ _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 _EVIDENCE_FACTS = re.compile(r"^- <evidence>(?P<source>.*?)</evidence> \((?P<facts>.+)\)$", re.M)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Ledger:
     requests: tuple[str, ...] = ()
     hard: tuple[str, ...] = ()
@@ -197,13 +197,13 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
         hard += [c for c in h if c not in hard]
         soft += [c for c in s if c not in soft]
     return Ledger(
-        tuple(requests),
-        tuple(hard),
-        tuple(soft),
-        tuple(evidence),
-        decisions_of(sections.get("decisions", "")),
-        " ".join(sections.get("next action", "").split()),
-        tuple(facts.items()),
+        requests=tuple(requests),
+        hard=tuple(hard),
+        soft=tuple(soft),
+        evidence=tuple(evidence),
+        decisions=decisions_of(sections.get("decisions", "")),
+        next_action=" ".join(sections.get("next action", "").split()),
+        facts=tuple(facts.items()),
     )
 
 
@@ -213,15 +213,15 @@ def checkpoint_facts(
     """What a checkpoint of `messages` says about them, stamped with the conversation's lane."""
     led = build_ledger(messages)
     return CheckpointFacts(
-        reason,
-        tokens_before,
-        stamp.where,
-        led.goal,
-        led.hard,
-        led.soft,
-        led.decisions,
-        led.evidence,
-        led.next_action,
-        stamp.lane,
-        stamp.served,
+        reason=reason,
+        tokens_before=tokens_before,
+        where=stamp.where,
+        goal=led.goal,
+        hard=led.hard,
+        soft=led.soft,
+        decisions=led.decisions,
+        evidence=led.evidence,
+        next_action=led.next_action,
+        lane=stamp.lane,
+        model_served=stamp.served,
     )

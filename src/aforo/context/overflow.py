@@ -68,12 +68,28 @@ def looks_truncated(prev: Sample | None, cur: Sample, min_growth: int = OVERFLOW
     return grown >= min_growth and cur.tokens - prev.tokens < OVERFLOW_GROWTH_RATIO * grown
 
 
+def unread(
+    prev: Sample | None, cur: Sample, *, exact: int | None, min_growth: int = OVERFLOW_MIN_GROWTH
+) -> bool:
+    """Did the server demonstrably read less than the prompt it was sent? The one check of it: the
+    detector's exact, first and growth rules and the summary request's check all ask here.
+
+    An exact count of the request decides alone (a report short of it by more than a template's
+    slack); without one, the growth rule against `prev`. No report (0 tokens) proves nothing.
+    """
+    if cur.tokens <= 0:
+        return False
+    if exact is not None:
+        return cur.tokens < exact - EXACT_TOLERANCE
+    return looks_truncated(prev, cur, min_growth)
+
+
 def generation_overflow(prompt_tokens: int, completion_tokens: int, window: int) -> bool:
     """Prompt plus answer exceed the window: the server shifted context while generating (item 6)."""
     return prompt_tokens + completion_tokens > window
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     """What the detector concluded about one request, and why, in words a user can act on."""
 
@@ -124,19 +140,27 @@ class TruncationDetector:
 
         def verdict(status: Status, rule: str, why: str, real: int | None = None) -> Verdict:
             last = prev.tokens if prev else None
-            return Verdict(status, f"{said}; {why}", expected, real, rule, cur.tokens, last)
+            return Verdict(
+                status=status,
+                reason=f"{said}; {why}",
+                expected_tokens=expected,
+                seems_real_window=real,
+                rule=rule,
+                reported=cur.tokens,
+                prev_reported=last,
+            )
 
         if cur.tokens <= 0:
             return verdict("ok", "no_usage", "no usage reported, nothing to judge")
         if exact is not None:
-            if cur.tokens < exact - EXACT_TOLERANCE:
+            if unread(prev, cur, exact=exact):
                 why = f"the exact count of the request is {exact}: {exact - cur.tokens} tokens went unread"
                 return replace(
                     verdict("truncated", "exact", why, self._window(prev, cur, exact)), expected_tokens=exact
                 )
             return replace(verdict("ok", "exact", f"matches the exact count {exact}"), expected_tokens=exact)
         if prev is None:
-            if looks_truncated(None, cur, min_growth):
+            if unread(None, cur, exact=None, min_growth=min_growth):
                 why = f"a first request of this size cannot read as under {OVERFLOW_GROWTH_RATIO:.0%} of it"
                 return verdict("truncated", "first", why)
             return verdict("ok", "none", "first request, nothing to compare with")
@@ -148,7 +172,7 @@ class TruncationDetector:
             # Appending messages cannot make a prompt shorter, nor leave it the same size.
             why = f"{was}; messages were added but the prompt did not grow ({grown:+d})"
             return verdict("truncated", "shrank", why, self._window(prev, cur, upper))
-        if looks_truncated(prev, cur, min_growth):
+        if unread(prev, cur, exact=None, min_growth=min_growth):
             why = f"{was}; the estimate grew {cur.estimate - prev.estimate} but the report only {grown:+d}"
             return verdict("truncated", "growth", why, self._window(prev, cur, upper))
         if new_estimate <= 0:
@@ -181,9 +205,18 @@ class TruncationDetector:
             why = f"{verdict.reason}; {measured}: {new_content_tokens - grown} older tokens were dropped"
             prev = Sample(verdict.prev_reported, 0)
             real = verdict.seems_real_window or self._window(prev, Sample(verdict.reported, 0), expected)
-            return Verdict("truncated", why, expected, real, "probe", verdict.reported, verdict.prev_reported)
+            return replace(
+                verdict,
+                status="truncated",
+                reason=why,
+                expected_tokens=expected,
+                seems_real_window=real,
+                rule="probe",
+            )
         why = f"{verdict.reason}; {measured}: nothing was dropped"
-        return Verdict("ok", why, expected, None, "probe", verdict.reported, verdict.prev_reported)
+        return replace(
+            verdict, status="ok", reason=why, expected_tokens=expected, seems_real_window=None, rule="probe"
+        )
 
     def _plausible(self, window: int | None) -> list[int]:
         # Prompts stay under the window aforo believes, so a larger one can never be the one crossed.

@@ -21,7 +21,7 @@ from aforo.messages import Message, Request
 from aforo.stream import Reply
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Summarizer:
     """The lane a summary request goes to (the conversation's own, or `compact_lane`): the request must
     fit ITS window, is counted by ITS counter, and is checked against ITS calibration (SPEC §9)."""
@@ -36,7 +36,7 @@ class Summarizer:
     calibrate: Callable[[Sample], None]  # a summary request the lane measured well calibrates it
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Room:
     """The conversation's numbers (its window, counter and estimates) and where summaries go."""
 
@@ -51,7 +51,7 @@ class Room:
     instructions: str | None = None  # the user's instructions for the summary (/compact ...)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Outcome:
     """The conversation a transformation made, and what the event and the telemetry say about it."""
 
@@ -68,7 +68,7 @@ class Outcome:
 Plan = Outcome | Callable[[str | None], Outcome]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Admitted:
     """A request admitted for sending; `restore` holds the conversation before this call transformed it."""
 
@@ -87,7 +87,7 @@ class RecoveryFailed(TransformError):
         self.changed = changed
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Applied:
     request: Request
     after: Count

@@ -22,8 +22,8 @@ def decision(
 ) -> TelemetryRecord:
     """An admission, a rejection or a transformation: the counts before and after, and how long it took."""
     return TelemetryRecord(
-        event,
-        stamp,
+        event=event,
+        stamp=stamp,
         tokens_before=before.tokens,
         tokens_after=after.tokens,
         tokens_estimated=after.estimated,
@@ -59,8 +59,8 @@ def transformation(
 def overflow(stamp: Stamp, sample: Sample, exact: int | None, cause: str) -> TelemetryRecord:
     """An answer the server gave without part of its prompt: what it reported next to our estimate."""
     return TelemetryRecord(
-        "overflow",
-        stamp,
+        event="overflow",
+        stamp=stamp,
         tokens_estimated=sample.estimate,
         tokens_exact=exact,
         tokens_after=sample.tokens,
@@ -70,4 +70,4 @@ def overflow(stamp: Stamp, sample: Sample, exact: int | None, cause: str) -> Tel
 
 def model_check(stamp: Stamp, verdict: ModelVerdict) -> TelemetryRecord:
     """What the first answer after a summary on another lane said about the conversation's model."""
-    return TelemetryRecord(verdict.event, stamp, cause=verdict.cause)
+    return TelemetryRecord(event=verdict.event, stamp=stamp, cause=verdict.cause)

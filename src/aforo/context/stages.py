@@ -146,4 +146,4 @@ def clear(room: Room) -> Plan | None:
     after = room.count(room.request.with_messages(cleared.messages))
     if after.tokens >= room.before.tokens:
         return None
-    return Outcome(tuple(cleared.messages), after, count=cleared.count)
+    return Outcome(messages=tuple(cleared.messages), after=after, count=cleared.count)

@@ -25,7 +25,7 @@ from aforo.context.undo import UNDO_REASON
 from aforo.messages import Message
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Names:
     reason: str | None  # of its checkpoint; None: it takes none (the history is in one already)
     action: Literal["cleared", "compacted", "restored", "reset"]  # of its ContextAction event
@@ -47,12 +47,27 @@ _NOTHING_UNDONE = "the conversation as it is could not be checkpointed first, so
 
 
 class Kind(Enum):
-    # Names(checkpoint reason, event action, telemetry event, warning verb, [unwritten], [stage])
-    CLEAR = Names("clear", "cleared", "clearing", "clearing", stage=clear)
-    COMPACT = Names("compact", "compacted", "compaction", "compacting", _NOTHING_TRANSFORMED, compact)
-    RESET = Names("manual_clear", "reset", "clearing", "clearing", _CONVERSATION_KEPT)  # /clear
-    UNDO = Names(UNDO_REASON, "restored", "recovery", "undoing", _NOTHING_UNDONE)
-    RECOVERY = Names(None, "restored", "recovery", "restoring")  # after a failed call
+    CLEAR = Names(reason="clear", action="cleared", event="clearing", doing="clearing", stage=clear)
+    COMPACT = Names(
+        reason="compact",
+        action="compacted",
+        event="compaction",
+        doing="compacting",
+        unwritten=_NOTHING_TRANSFORMED,
+        stage=compact,
+    )
+    RESET = Names(  # /clear
+        reason="manual_clear",
+        action="reset",
+        event="clearing",
+        doing="clearing",
+        unwritten=_CONVERSATION_KEPT,
+    )
+    UNDO = Names(
+        reason=UNDO_REASON, action="restored", event="recovery", doing="undoing", unwritten=_NOTHING_UNDONE
+    )
+    # After a failed call.
+    RECOVERY = Names(reason=None, action="restored", event="recovery", doing="restoring")
 
     def checkpoint_reason(self, messages: tuple[Message, ...]) -> str | None:
         """The reason of the checkpoint taken before it transforms `messages`; None: it takes none."""

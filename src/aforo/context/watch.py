@@ -82,8 +82,8 @@ class Watch:
         if shift:
             self.emit(
                 Warning(
-                    f"The server reports {cur.tokens} prompt + {end.usage.output_tokens} generated tokens, "
-                    f"more than the {window}-token window: it may have shifted context while "
+                    message=f"The server reports {cur.tokens} prompt + {end.usage.output_tokens} generated "
+                    f"tokens, more than the {window}-token window: it may have shifted context while "
                     "generating, so this answer may have lost the start of the conversation."
                 )
             )
@@ -136,8 +136,8 @@ class Watch:
             self._told_impossible = True
             self.emit(
                 Warning(
-                    f"The server reported {why}, which cannot be true: such usage reports are ignored "
-                    "(they calibrate nothing); counts stay estimated."
+                    message=f"The server reported {why}, which cannot be true: such usage reports are "
+                    "ignored (they calibrate nothing); counts stay estimated."
                 )
             )
 
@@ -156,7 +156,7 @@ class Watch:
                 )
         except ProviderError as exc:
             # Unresolved suspicion fails safe: trusting it could mean answering without the task.
-            self.emit(Warning(f"Could not measure the new content to check for truncation: {exc}"))
+            self.emit(Warning(message=f"Could not measure the new content to check for truncation: {exc}"))
             return replace(
                 verdict, status="truncated", reason=f"{verdict.reason}; the new content could not be measured"
             )

@@ -27,7 +27,7 @@ class EnginePin:
     download_mb: int  # the sdist plus its build tools (cmake, setuptools)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ModelPin:
     alias: str  # the name llama-server serves the model under
     gguf_name: str

@@ -26,7 +26,7 @@ HEALTH_TIMEOUT_S = 300.0
 STOP_GRACE_S = 10.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Server:
     pid: int
     port: int
@@ -114,7 +114,9 @@ def launch(
                 start_new_session=True,
                 umask=PRIVATE_UMASK,  # the slots it saves are the user's alone
             )
-        server = Server(proc.pid, port, alias, str(model_path), ctx, str(log))
+        server = Server(
+            pid=proc.pid, port=port, model=alias, model_path=str(model_path), ctx=ctx, log=str(log)
+        )
         deadline = time.monotonic() + HEALTH_TIMEOUT_S
         while time.monotonic() < deadline and proc.poll() is None:
             if healthy(server.root_url):

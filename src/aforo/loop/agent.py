@@ -20,17 +20,16 @@ from dataclasses import dataclass
 
 from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
-from aforo.context.ledger import evidence_source
 from aforo.context.plan import RecoveryFailed
 from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, ProviderError, RejectedError, TransformError
-from aforo.events import EventSink, Info, RunEnd, RunResult, TurnEnd
+from aforo.events import EventSink, Info, RunEnd, RunResult
 from aforo.limits import RUN_SECONDS
 from aforo.loop.after_answer import next_step
 from aforo.loop.budgets import before_turn
 from aforo.loop.opening import Guide, open_run
 from aforo.loop.reading import ReadReply, read_reply
-from aforo.loop.run import CANCELLED, CANCELLED_RESULT, End, RunState, out_of_turns, stop_if
+from aforo.loop.run import CANCELLED, CANCELLED_RESULT, End, RunState, out_of_turns, stop_if, turn_end
 from aforo.loop.schema_refusal import refused_schema
 from aforo.loop.shown import Shown
 from aforo.loop.tool_batch import act_on
@@ -71,8 +70,15 @@ class Agent:
     def request(self, answer_only: bool = False, question: str = "", worded: bool = False) -> Request:
         gov = self.governor
         fixed = (self.provider.model, self.system, self.tools.specs_for(gov.window), self.messages)
-        steer = (self.constrained, answer_only, question, worded)
-        return Request(*fixed, gov.budget.reserve, self.temperature, *steer)
+        return Request(
+            *fixed,
+            gov.budget.reserve,
+            temperature=self.temperature,
+            constrained=self.constrained,
+            answer_only=answer_only,
+            question=question,
+            worded=worded,
+        )
 
     def run(
         self,
@@ -89,9 +95,8 @@ class Agent:
         deadline = self.clock() + self.time_budget
         asked = prompt if question is None else question
         run = RunState(question=asked, compacted=compacted(self.messages), deadline=deadline)
-        gov = self.governor
         self.system = open_run(
-            gov.conversation,
+            self.governor.conversation,
             self.system,
             self.guide,
             self.emit,
@@ -112,7 +117,7 @@ class Agent:
             result = run.result(End("aborted", CANCELLED))
         if result.reason == "aborted":
             self.governor.conversation.close_pending(CANCELLED_RESULT)
-        self.emit(RunEnd(result))
+        self.emit(RunEnd(result=result))
         return result
 
     # --- one turn ----------------------------------------------------------------------------------
@@ -121,7 +126,7 @@ class Agent:
         """Call the model and act on its answer: run its tools (the run goes on) or end the run."""
         stop_if(cancel)
         for note in before_turn(run, turn, self.max_turns, self.clock(), self.time_budget):
-            self.emit(Info({"step": note}))
+            self.emit(Info(fields={"step": note}))
         read = self._call(turn, cancel, run)
         stop_if(cancel)
         gov = self.governor
@@ -139,15 +144,14 @@ class Agent:
             room=room,
             known=known,
         )
-        run.tool_calls += batch.ran
         if batch.ran:
-            run.read |= {evidence_source(u) for u in self.messages[-2].tool_uses}
+            run.ran(self.messages[-2].tool_uses)
         last, reserve = turn == self.max_turns, gov.budget.reserve
         step = next_step(
             batch, read, run, last=last, max_turns=self.max_turns, reserve=reserve, seconds=self.time_budget
         )
         if step is not None:
-            self.emit(Info({"step": step}))
+            self.emit(Info(fields={"step": step}))
 
     def _call(self, turn: int, cancel: threading.Event, run: RunState) -> ReadReply:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
@@ -188,11 +192,7 @@ class Agent:
         read = read_reply(reply, self.tools, self.messages)
         if not seen.truncated:
             shown.settle(read)
-        count, end = admitted.count, reply.end
-        window, cut, shift = gov.window, seen.truncated, seen.context_shift
-        self.emit(
-            TurnEnd(turn, end.usage, count.tokens, window, count.exact, cut, shift, gov.lane, end.model)
-        )
+        self.emit(turn_end(turn, admitted.count, reply.end, seen, window=gov.window, lane=gov.lane))
         if seen.truncated:
             # The server answered without the start of the conversation: that answer is not part of the
             # task. It is dropped; the history stays whole, ending with the user's turn.

@@ -48,7 +48,7 @@ class _Scan:
         return self.in_string, self.escaped
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, kw_only=True)
 class BracketScan:
     """Feed it the text as it grows (`scan`), ask it about openers at increasing positions (`end`)."""
 

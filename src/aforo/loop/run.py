@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from aforo.events import RunReason, RunResult
-from aforo.messages import MessageEnd
+from aforo.context.ledger import evidence_source
+from aforo.context.tokens import Count
+from aforo.context.watch import Observation
+from aforo.events import RunReason, RunResult, TurnEnd
+from aforo.messages import MessageEnd, ToolUse
 
 CANCELLED = "cancelled by the user"
 CANCELLED_RESULT = "[Cancelled by the user before this tool call finished.]"
@@ -52,6 +56,35 @@ class RunState:
         self.input_tokens += end.usage.prompt_tokens
         self.output_tokens += end.usage.output_tokens
 
+    def ran(self, uses: Sequence[ToolUse]) -> None:
+        """The calls of one answer ran: counted, and their sources noted as read by this run."""
+        self.tool_calls += len(uses)
+        self.read |= {evidence_source(u) for u in uses}
+
     def result(self, end: End) -> RunResult:
-        used = (self.turns, self.tool_calls, self.input_tokens, self.output_tokens)
-        return RunResult(end.reason, *used, error=end.error, answer=end.answer)
+        return RunResult(
+            reason=end.reason,
+            turns=self.turns,
+            tool_calls=self.tool_calls,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            error=end.error,
+            answer=end.answer,
+        )
+
+
+def turn_end(
+    turn: int, count: Count, end: MessageEnd, seen: Observation, *, window: int, lane: str
+) -> TurnEnd:
+    """The turn_end event of one model call: what was sent, what came back, what the governor saw."""
+    return TurnEnd(
+        turn=turn,
+        usage=end.usage,
+        context=count.tokens,
+        window=window,
+        exact=count.exact,
+        truncated=seen.truncated,
+        context_shift=seen.context_shift,
+        lane=lane,
+        model=end.model,
+    )

@@ -13,5 +13,5 @@ def refused_schema(exc: ProviderError) -> Warning | None:
     """The warning to give when `exc`, the answer to a constrained request, is a client error (the
     server would not take the schema); None for any other failure."""
     if isinstance(exc, HTTPStatusError) and exc.status in (400, 422):
-        return Warning(f"The server refused the JSON-schema constraint ({exc}); {NATIVE}")
+        return Warning(message=f"The server refused the JSON-schema constraint ({exc}); {NATIVE}")
     return None

@@ -40,7 +40,7 @@ class Shown:
         late, calls = self.hold.settle([] if read.reply.calls else [(u.name, u.input) for u in read.uses])
         self._show(late)
         for held in calls:
-            self.emit(TextCall(held.text, tuple({"name": n, "input": a} for n, a in held.calls)))
+            self.emit(TextCall(text=held.text, calls=tuple({"name": n, "input": a} for n, a in held.calls)))
 
     def _show(self, text: str) -> None:
         # Nothing is shown before the answer's first word: an answer that says nothing (`...`) is not
@@ -51,4 +51,4 @@ class Shown:
                 return
             text, self.unspoken, self.spoke = self.unspoken, "", True
         if text:
-            self.emit(TextDelta(text))
+            self.emit(TextDelta(text=text))

@@ -101,11 +101,13 @@ def act_on(
     if not uses:
         return Batch()
     for use in uses:
-        emit(ToolStart(use.id, use.name, use.input))
+        emit(ToolStart(id=use.id, name=use.name, input=use.input))
     outcomes = run_batch(tools, uses, cap=cap, answered=answered, told=told, cancel=cancel, question=question)
     if later:
         outcomes[-1] = _with_note(outcomes[-1], later)
-        emit(Info({"step": f"not read yet, for want of room in the context window: {_targets(later)}"}))
+        emit(
+            Info(fields={"step": f"not read yet, for want of room in the context window: {_targets(later)}"})
+        )
     # Appended before the events are emitted: whoever persists on events saves the results too.
     conversation.append(Message("user", tuple(o.result for o in outcomes)))
     for o in outcomes:
@@ -169,8 +171,17 @@ def tool_end(o: CallOutcome, ratio: float) -> ToolEnd:
     `ratio`): what the call costs in the conversation."""
     content = o.result.content
     lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
-    size = len(content.encode("utf-8", "surrogatepass")), lines, round(estimate_text(content) * ratio)
-    return ToolEnd(o.use.id, o.use.name, o.duration_ms, not o.result.is_error, o.truncated, o.error, *size)
+    return ToolEnd(
+        id=o.use.id,
+        name=o.use.name,
+        duration_ms=o.duration_ms,
+        ok=not o.result.is_error,
+        truncated=o.truncated,
+        error=o.error,
+        bytes=len(content.encode("utf-8", "surrogatepass")),
+        lines=lines,
+        tokens=round(estimate_text(content) * ratio),
+    )
 
 
 def seen_calls(messages: Sequence[Message]) -> set[str]:
@@ -235,9 +246,11 @@ def run_batch(
         error = output.content.splitlines()[0] if output.is_error and output.content else None
         if original is not use:
             note = f"[Same call as {original.id} in this message: see its result.]"
-            outcomes.append(CallOutcome(use, ToolResult(use.id, note, output.is_error), 0.0, False, error))
+            outcomes.append(
+                CallOutcome(use, ToolResult(use.id, note, is_error=output.is_error), 0.0, False, error)
+            )
             continue
         capped = cap_text(output.content, cap.tokens, cap.ratio)
-        result = ToolResult(use.id, capped.content, output.is_error, facts=output.facts)
+        result = ToolResult(use.id, capped.content, is_error=output.is_error, facts=output.facts)
         outcomes.append(CallOutcome(use, result, round(ms, 1), capped.truncated, error))
     return outcomes

@@ -100,7 +100,15 @@ class Navigator:
         text = found.text
         size = len(text.encode("utf-8", "surrogatepass")), text.count("\n") + 1, len(text) // CHARS_PER_TOKEN
         events: tuple[Event, ...] = (
-            ToolStart(use.id, use.name, use.input),
-            ToolEnd(use.id, use.name, elapsed, True, False, None, *size),
+            ToolStart(id=use.id, name=use.name, input=use.input),
+            ToolEnd(
+                id=use.id,
+                name=use.name,
+                duration_ms=elapsed,
+                ok=True,
+                bytes=size[0],
+                lines=size[1],
+                tokens=size[2],
+            ),
         )
         return Guided(parts, (Message("assistant", (use,)), Message("user", (result,))), events)

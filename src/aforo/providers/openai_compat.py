@@ -87,7 +87,7 @@ class _Call:
     arguments: list[str] = field(default_factory=list)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class _Answer:
     """What the chunks of one answer have said so far."""
 
@@ -277,7 +277,7 @@ class OpenAICompatProvider(Closing):
     ) -> Generator[StreamEvent, None, None]:
         if cancel is not None and cancel.is_set():
             return
-        answer = _Answer(self.url, str(body["model"]))
+        answer = _Answer(url=self.url, model=str(body["model"]))
         budget = self.deadlines.budget(self.url, int(body.get("max_tokens") or 0))
         try:
             with self._client.stream(

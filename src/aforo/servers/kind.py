@@ -19,7 +19,7 @@ from aforo.servers.windows import WindowReader
 from aforo.wire.bounded import Deadlines
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServerInfo:
     kind: str  # the name of its ServerKind
     root_url: str  # without /v1: where the server's own endpoints live
@@ -50,7 +50,7 @@ class Connection:
 ProviderFactory = Callable[[ServerInfo, str, Connection], Provider]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServerKind:
     name: str
     check: Check | None  # None: the fallback kind, chosen when no other kind's check answers

@@ -89,5 +89,5 @@ class StoreJournal:
         try:
             self.telemetry.record(record.event, session=self.session(), **columns)
         except StoreError as exc:
-            self.emit(Warning(f"Telemetry is off for this run: {exc}"))
+            self.emit(Warning(message=f"Telemetry is off for this run: {exc}"))
             self.telemetry = None

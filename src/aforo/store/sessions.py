@@ -70,7 +70,7 @@ def title_of(messages: list[Message]) -> str:
     return ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SessionSummary:
     """One line of `aforo sessions`. `error` is set (and the rest mostly empty) for an unreadable file."""
 

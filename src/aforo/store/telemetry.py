@@ -52,7 +52,12 @@ INT_FIELDS = (
     "cached_tokens",
 )
 TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint", "lane", "model_served")
-COLUMNS = ("id", "ts", "session", "event", *INT_FIELDS, "duration_ms", *TEXT_FIELDS)
+# What a record fills; every other column (id, ts, session, event) the store fills itself.
+RECORD_FIELDS = (*INT_FIELDS, "duration_ms", *TEXT_FIELDS)
+COLUMNS = ("id", "ts", "session", "event", *RECORD_FIELDS)
+# Error texts and URLs can carry credentials, and what a server says is untrusted text: redacted like
+# everything else on disk.
+REDACTED = ("cause", "server", "model_served")
 
 MIGRATIONS: Migrations[SqlStep] = Migrations("telemetry")
 
@@ -174,61 +179,20 @@ class Telemetry(Closing):
     def close(self) -> None:
         self._db.close()
 
-    def record(
-        self,
-        event: str,
-        *,
-        session: str,
-        tokens_estimated: int | None = None,
-        tokens_exact: int | None = None,
-        counter: str | None = None,
-        bytes_before: int | None = None,
-        bytes_after: int | None = None,
-        tokens_before: int | None = None,
-        tokens_after: int | None = None,
-        summary_tokens: int | None = None,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cached_tokens: int | None = None,
-        duration_ms: float | None = None,
-        cause: str | None = None,
-        model: str | None = None,
-        server: str | None = None,
-        window: int | None = None,
-        window_source: str | None = None,
-        checkpoint: str | Path | None = None,
-        lane: str | None = None,
-        model_served: str | None = None,
-    ) -> None:
+    def record(self, event: str, *, session: str, **columns: object) -> None:
+        """Write one row: `columns` is the flattened record, each value under its column's name. A name
+        with no column (misspelt, or a field added without its migration) is a TypeError, never dropped."""
         if event not in EVENTS:
             raise ValueError(f"unknown telemetry event {event!r}; expected one of {', '.join(EVENTS)}")
-        row: dict[str, Any] = {
-            "ts": utc_now(),
-            "session": session,
-            "event": event,
-            "tokens_estimated": tokens_estimated,
-            "tokens_exact": tokens_exact,
-            "counter": counter,
-            "bytes_before": bytes_before,
-            "bytes_after": bytes_after,
-            "tokens_before": tokens_before,
-            "tokens_after": tokens_after,
-            "summary_tokens": summary_tokens,
-            "input_tokens": input_tokens,
-            "output_tokens": output_tokens,
-            "cached_tokens": cached_tokens,
-            "duration_ms": duration_ms,
-            # Error texts and URLs can carry credentials: redacted like everything else on disk.
-            "cause": redact(cause) if cause else cause,
-            "model": model,
-            "server": redact(server) if server else server,
-            "window": window,
-            "window_source": window_source,
-            "checkpoint": str(checkpoint) if checkpoint is not None else None,
-            "lane": lane,
-            # What a server says is untrusted text like an error message: redacted the same way.
-            "model_served": redact(model_served) if model_served else model_served,
-        }
+        unknown = sorted(set(columns) - set(RECORD_FIELDS))
+        if unknown:
+            raise TypeError(f"the telemetry store has no column for {', '.join(unknown)}")
+        row: dict[str, Any] = {"ts": utc_now(), "session": session, "event": event, **columns}
+        for name in REDACTED:
+            if row.get(name):
+                row[name] = redact(str(row[name]))
+        if row.get("checkpoint") is not None:
+            row["checkpoint"] = str(row["checkpoint"])
         # A path or a name with a byte that is not UTF-8 holds a lone surrogate, which SQLite's UTF-8
         # cannot take: stored as its escape (`\\udcfe`).
         row = {k: _encodable(v) for k, v in row.items()}

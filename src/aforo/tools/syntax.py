@@ -24,7 +24,7 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 _SIGNATURE_CHARS = 160
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Site:
     """One definition: `name` is qualified within its file (`Group.command`), `line` its `def`/`class`
     line (decorators start at `start`), `end` its last line."""
@@ -195,7 +195,18 @@ def _walk(
             # The header runs to the line before the body's first statement (or is the only line).
             header_end = max(node.lineno, node.body[0].lineno - 1) if node.body else node.lineno
             signature = _joined(lines[node.lineno - 1 : header_end])
-            out.append(Site(path, prefix + node.name, kind, node.lineno, start, end, signature, depth))
+            out.append(
+                Site(
+                    path=path,
+                    name=prefix + node.name,
+                    kind=kind,
+                    line=node.lineno,
+                    start=start,
+                    end=end,
+                    signature=signature,
+                    depth=depth,
+                )
+            )
             if isinstance(node, ast.ClassDef):
                 _walk(node.body, f"{prefix}{node.name}.", depth + 1, lines, path, out)
         elif isinstance(node, ast.Assign | ast.AnnAssign):
@@ -205,7 +216,18 @@ def _walk(
             for target in targets:
                 if isinstance(target, ast.Name):
                     line = node.lineno
-                    out.append(Site(path, prefix + target.id, CONSTANT, line, line, end, signature, depth))
+                    out.append(
+                        Site(
+                            path=path,
+                            name=prefix + target.id,
+                            kind=CONSTANT,
+                            line=line,
+                            start=line,
+                            end=end,
+                            signature=signature,
+                            depth=depth,
+                        )
+                    )
 
 
 def _python_names(tree: ast.Module) -> Iterator[str]:
@@ -270,7 +292,16 @@ def _site(path: str, name: str, kind: str, node: Any, depth: int, lines: list[by
     header = lines[first : row + 1] or [b""]
     header[-1] = header[-1][:column]
     signature = _joined([text for line in header if (text := line.decode("utf-8", errors="replace").strip())])
-    return Site(path, name, kind, first + 1, first + 1, last + 1, signature, depth)
+    return Site(
+        path=path,
+        name=name,
+        kind=kind,
+        line=first + 1,
+        start=first + 1,
+        end=last + 1,
+        signature=signature,
+        depth=depth,
+    )
 
 
 def _unwrap(grammar: Grammar, node: Any) -> Iterator[Any]:
