@@ -123,7 +123,7 @@ CONTENT_ENCODINGS = limit(
 )
 RUN_SECONDS = limit(
     "run_seconds",
-    180,
+    150,
     "seconds",
     "wall time of one question before the model is asked to answer from what it has",
     setting="--time-budget SECONDS or time_budget in the config file",
