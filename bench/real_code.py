@@ -412,6 +412,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout", type=float, default=TIMEOUT_S, help=f"seconds per question ({TIMEOUT_S:.0f})"
     )
+    parser.add_argument(
+        "--no-search",
+        action="store_true",
+        help="pass --no-search to aforo, to measure what the pre-search adds (default: on, as users run it)",
+    )
     parser.add_argument("--json", type=Path, help="also write the outcomes here as JSON")
     args = parser.parse_args(argv)
     pin = pick_model(args.model)
@@ -431,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     flags = ["--base-url", base_url, "-m", served]
     if args.temperature is not None:
         flags += ["--temperature", args.temperature]
+    if args.no_search:
+        flags.append("--no-search")
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="aforo-real-code-src-") as tmp:
         workspaces = fetch({q.package for q in chosen}, Path(tmp))
@@ -444,6 +451,7 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
     temperature = f"--temperature {args.temperature}" if args.temperature else "aforo's default temperature"
+    temperature += ", --no-search" if args.no_search else ""
     print(
         f"\nreal-code suite — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine()}, {pin.alias} on "
         f"llama-server (window {DEFAULT_CTX}), {temperature}, {args.timeout:.0f} s per question at most"
