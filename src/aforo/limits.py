@@ -119,3 +119,12 @@ def answer_bytes(max_tokens: int) -> int:
 
 
 STDIN_BYTES = limit("stdin_bytes", 1 * MiB, "bytes", "piped standard input, added before the question")
+
+# --- what clients send to `aforo serve` (serve/) -----------------------------------------------------
+SERVE_REQUEST_BYTES = limit(
+    "serve_request_bytes", 32 * MiB, "bytes", "one request body a client sends to aforo serve"
+)
+SERVE_MODELS = limit("serve_models", 64, "models", "models one aforo serve opens a room for")
+SERVE_CONVERSATIONS = limit(
+    "serve_conversations", 256, "conversations", "conversations aforo serve follows (the oldest idle goes)"
+)

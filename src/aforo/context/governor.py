@@ -116,14 +116,18 @@ class Governor:
 
     # --- around a call ---------------------------------------------------------------------------
 
-    def admit(self, request: Request, provider: Provider, *, force_compact: bool = False) -> Admitted:
+    def admit(
+        self, request: Request, provider: Provider, *, force_compact: bool = False, transform: bool = True
+    ) -> Admitted:
         """Run the stages and refuse locally what still cannot fit (RejectedError: nothing was sent).
 
-        `force_compact` compacts whatever the count; if that fails, RecoveryFailed says what to put back."""
+        `force_compact` compacts whatever the count; if that fails, RecoveryFailed says what to put back.
+        Without `transform` no stage runs: the conversation is sent as it is or refused (the gateway's
+        default, where the conversation is the client's)."""
         started = time.monotonic()
         room = self._room(request, provider, force=force_compact)
         checkpoint = None
-        for kind, stage in STAGES:
+        for kind, stage in STAGES if transform else ():
             try:
                 applied = self._apply(kind, room.request, room.before, partial(stage, room))
             except TransformError as exc:

@@ -51,7 +51,17 @@ INT_FIELDS = (
     "output_tokens",
     "cached_tokens",
 )
-TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint", "lane", "model_served")
+TEXT_FIELDS = (
+    "counter",
+    "cause",
+    "model",
+    "server",
+    "window_source",
+    "checkpoint",
+    "lane",
+    "model_served",
+    "client",
+)
 COLUMNS = ("id", "ts", "session", "event", *INT_FIELDS, "duration_ms", *TEXT_FIELDS)
 
 MIGRATIONS: Migrations[SqlStep] = Migrations("telemetry")
@@ -114,6 +124,12 @@ def m005_lane_model_served(db: sqlite3.Connection) -> None:
     # `model` column keeps the configured name, which a server may serve under another.
     db.execute('ALTER TABLE events ADD COLUMN "lane" TEXT')
     db.execute('ALTER TABLE events ADD COLUMN "model_served" TEXT')
+
+
+@MIGRATIONS
+def m006_client(db: sqlite3.Connection) -> None:
+    # Issue 30: the client a request `aforo serve` passed on came from, beside the model it asked for.
+    db.execute('ALTER TABLE events ADD COLUMN "client" TEXT')
 
 
 def migrate(db: sqlite3.Connection, upto: int | None = None) -> list[str]:
@@ -199,6 +215,7 @@ class Telemetry(Closing):
         checkpoint: str | Path | None = None,
         lane: str | None = None,
         model_served: str | None = None,
+        client: str | None = None,
     ) -> None:
         if event not in EVENTS:
             raise ValueError(f"unknown telemetry event {event!r}; expected one of {', '.join(EVENTS)}")
@@ -228,6 +245,7 @@ class Telemetry(Closing):
             "lane": lane,
             # What a server says is untrusted text like an error message: redacted the same way.
             "model_served": redact(model_served) if model_served else model_served,
+            "client": redact(client) if client else client,
         }
         # A path or a name with a byte that is not UTF-8 holds a lone surrogate, which SQLite's UTF-8
         # cannot take: stored as its escape (`\\udcfe`).
