@@ -149,7 +149,7 @@ def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Bui
     def open_room(model: str) -> Room:
         route = Route(DEFAULT_LANE, cfg.base_url, model, cfg.context_window, cfg.context_window_source)
         lane = open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind)
-        known = lane.window_known or cfg.context_window is not None
+        known = lane.window_known
         return Room(model, lane.kind, lane.server, lane.budget, lane.provider, lane.counter, known)
 
     gateway = Gateway(Rooms(open_room), journal, cfg.policy, log, compact=compact)
