@@ -14,6 +14,7 @@ BENCHES = (
     "textcalls.py",
     "tools.py",
     "faults_memory.py",
+    "gateway.py",
 )
 
 
