@@ -1,0 +1,38 @@
+"""`aforo serve` as a user starts it: its first line is the URL it serves; no open relay."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import httpx
+
+from dialects.openai_app import Reply, Script, make_openai_app
+from support.cli import AFORO, run_cli
+from support.live_server import LiveServer
+
+
+def test_the_first_line_is_the_url_and_a_client_gets_its_answer_there() -> None:
+    script = Script(Reply(text="hello from upstream", prompt_tokens=12))
+    with LiveServer(make_openai_app(script, models={"test-model": None})) as upstream:
+        cmd = [AFORO, "serve", "--upstream", upstream.url, "--port", "0", "--context-window", "4096"]
+        proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ
+        )
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            ask = {"model": "test-model", "messages": [{"role": "user", "content": "hi"}]}
+            resp = httpx.post(f"{url}/v1/chat/completions", json=ask, timeout=30)
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    assert resp.json()["choices"][0]["message"]["content"] == "hello from upstream"
+    assert resp.headers["x-aforo-verdict"] == "clean"
+
+
+def test_another_address_needs_a_key() -> None:
+    run = run_cli("serve", "--host", "0.0.0.0", "--upstream", "http://127.0.0.1:9")
+    assert run.code == 2
+    assert "pass --key KEY" in run.err
