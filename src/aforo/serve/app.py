@@ -308,7 +308,7 @@ async def _lines(resp: httpx.Response, limit: int, url: str) -> AsyncIterator[st
             raise ServerLimitExceeded(ANSWER_BYTES, f"the answer of {url} passed {limit} bytes")
         pending += chunk
         *whole, pending = pending.split(b"\n")
-        if len(pending) > most:
+        if len(pending) > most or any(len(line) > most for line in whole):
             raise ServerLimitExceeded(STREAM_LINE_BYTES, f"a line of the answer of {url}")
         for line in whole:
             yield line.rstrip(b"\r").decode("utf-8", "replace")
@@ -328,11 +328,16 @@ async def _until_gone(request: Request, work: Callable[[], Awaitable[T]]) -> T:
     """`work`'s result; if the client disconnects first, `work` is cancelled (and with it the upstream
     request) and _Disconnected raised."""
     result: list[T] = []
+    failed: list[Exception] = []
 
     async with anyio.create_task_group() as group:
 
         async def run() -> None:
-            result.append(await work())
+            # Its failure leaves the group as itself, not wrapped in an ExceptionGroup.
+            try:
+                result.append(await work())
+            except Exception as exc:
+                failed.append(exc)
             group.cancel_scope.cancel()
 
         async def watch() -> None:
@@ -342,6 +347,8 @@ async def _until_gone(request: Request, work: Callable[[], Awaitable[T]]) -> T:
 
         group.start_soon(run)
         group.start_soon(watch)
+    if failed:
+        raise failed[0]
     if not result:
         raise _Disconnected()
     return result[0]
