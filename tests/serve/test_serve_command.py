@@ -27,9 +27,12 @@ def test_the_first_line_is_the_url_and_a_client_gets_its_answer_there() -> None:
             resp = httpx.post(f"{url}/v1/chat/completions", json=ask, timeout=30)
         finally:
             proc.terminate()
-            proc.wait(timeout=10)
+            _, err = proc.communicate(timeout=10)
     assert resp.json()["choices"][0]["message"]["content"] == "hello from upstream"
     assert resp.headers["x-aforo-verdict"] == "clean"
+    # Its log says what it did with each request.
+    used = resp.headers["x-aforo-context-used"]
+    assert f"aforo serve: test-model: {used}/4096 tokens, clean (127.0.0.1 python-httpx/" in err
 
 
 def test_another_address_needs_a_key() -> None:

@@ -85,3 +85,14 @@ def test_a_body_that_is_not_a_chat_request_is_a_clear_400() -> None:
         resp = httpx.post(f"{url}/v1/chat/completions", json={"model": "test-model", "messages": "hi"})
     assert resp.status_code == 400
     assert "'messages' must be a list" in resp.json()["error"]["message"]
+
+
+def test_ollama_generate_is_governed_like_chat() -> None:
+    app = ollama_app(models=("m",))
+    generate = {"model": "m", "prompt": "word " * 3000, "system": "Be brief.", "stream": False}
+    with gateway(app, window=2048) as (url, _):
+        refused = httpx.post(f"{url}/api/generate", json=generate)
+    assert refused.status_code == 400
+    assert refused.json()["error"].startswith("the input length exceeds the context length: ")
+    assert refused.headers["x-aforo-verdict"] == "refused"
+    assert not [path for path, _ in app.state.received if path == "/api/generate"]

@@ -25,7 +25,7 @@ from aforo.cli.sanitize import sanitize
 from aforo.cli.wiring import open_lane
 from aforo.context.lanes import DEFAULT_LANE
 from aforo.errors import ConfigError, LimitExceeded, StoreError
-from aforo.events import Event, EventSink, Warning
+from aforo.events import ContextAction, Event, EventSink, Info, Warning
 from aforo.serve.app import Upstream, make_app
 from aforo.serve.gateway import Gateway
 from aforo.serve.rooms import Room, Rooms
@@ -163,5 +163,13 @@ def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Bui
 
 
 def _log(event: Event) -> None:
+    """One line per request, per warning and per change of a conversation, on stderr."""
     if isinstance(event, Warning):
-        print(sanitize(f"aforo serve: ! {event.message}"), file=sys.stderr, flush=True)
+        line = f"! {event.message}"
+    elif isinstance(event, Info) and "serve" in event.fields:
+        line = str(event.fields["serve"])
+    elif isinstance(event, ContextAction):
+        line = f"{event.action} {event.before} -> {event.after} tokens (checkpoint {event.checkpoint})"
+    else:
+        return
+    print(sanitize(f"aforo serve: {line}", one_line=True), file=sys.stderr, flush=True)

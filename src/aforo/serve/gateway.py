@@ -22,7 +22,7 @@ from aforo.context.plan import Admitted
 from aforo.context.policy import Policy
 from aforo.context.watch import Observation
 from aforo.errors import RejectedError
-from aforo.events import EventSink
+from aforo.events import EventSink, Info
 from aforo.messages import MessageEnd
 from aforo.protocols import Journal
 from aforo.records import Stamp, TelemetryRecord
@@ -104,6 +104,9 @@ class Gateway:
             self.conversations.forget(slot)
             used = governor.count(request).tokens
             self._record_run(slot, "refused", None, started, client, inbound.model)
+            self.emit(
+                Info({"serve": f"{inbound.model}: {used}/{governor.window} tokens, refused ({client})"})
+            )
             raise Refused(str(exc), used, governor.window) from exc
         except BaseException:
             self.conversations.forget(slot)
@@ -117,11 +120,15 @@ class Gateway:
     def finish(self, ticket: Ticket, verdict: Verdict, end: MessageEnd | None) -> None:
         """The request is over: its telemetry row, and the conversation kept for its next request only
         when its answer went to the client."""
-        if verdict in ("admitted", "clean"):
+        if verdict in ("admitted", "clean", "unchecked"):
             self.conversations.give_back(ticket.slot, ticket.inbound.request.messages)
         else:
             self.conversations.forget(ticket.slot)
         self._record_run(ticket.slot, verdict, end, ticket.started, ticket.client, ticket.inbound.model)
+        done = f"{ticket.inbound.model}: {ticket.used}/{ticket.room.budget.window} tokens, {verdict}"
+        if ticket.admitted.checkpoint:
+            done += f", conversation changed after checkpoint {ticket.admitted.checkpoint}"
+        self.emit(Info({"serve": f"{done} ({ticket.client})"}))
 
     def _record_run(
         self, slot: Slot, verdict: Verdict, end: MessageEnd | None, started: float, client: str, asked: str
