@@ -55,7 +55,7 @@ def read_inbound(api: Api, body: Any, max_tokens: int) -> Inbound:
         system, messages = _generate(body)
         tools: tuple[ToolSpec, ...] = ()
     else:
-        system, messages = _chat(body.get("messages"), ids=api == "ollama_chat")
+        system, messages = _chat(body.get("messages"))
         tools = _tools(body.get("tools"))
     limit = _limit(body, api) or max_tokens
     request = Request(model, system, tools, tuple(messages), limit)
@@ -101,14 +101,15 @@ def _generate(body: dict[str, Any]) -> tuple[tuple[SystemPart, ...], list[Messag
     return ((SystemPart(system),) if system else ()), ([Message.user(prompt)] if prompt else [])
 
 
-def _chat(raw: Any, *, ids: bool) -> tuple[tuple[SystemPart, ...], list[Message]]:
-    """The chat messages as canonical ones; `ids`: calls carry none (Ollama), so they are numbered."""
+def _chat(raw: Any) -> tuple[tuple[SystemPart, ...], list[Message]]:
+    """The chat messages as canonical ones. A call without an id (Ollama's) gets a number, and a result
+    that names no call answers the oldest call not yet answered."""
     if not isinstance(raw, list):
         raise BadRequest("'messages' must be a list")
     system: list[SystemPart] = []
     out: list[Message] = []
     numbered = 0
-    pending: list[str] = []  # ids of the calls the next "tool" messages answer, in order (Ollama)
+    pending: list[str] = []  # ids of the calls not answered yet, oldest first
     for i, entry in enumerate(raw):
         where = f"messages[{i}]"
         if not isinstance(entry, dict):
@@ -122,13 +123,15 @@ def _chat(raw: Any, *, ids: bool) -> tuple[tuple[SystemPart, ...], list[Message]
             blocks: list[TextBlock | ToolUse] = [TextBlock(text)] if text else []
             for call in entry.get("tool_calls") or []:
                 numbered += 1
-                use = _call(call, f"call_{numbered}" if ids else None, where)
+                use = _call(call, f"call_{numbered}", where)
                 pending.append(use.id)
                 blocks.append(use)
             out.append(Message("assistant", tuple(blocks)))
         elif role == "tool":
             call_id = entry.get("tool_call_id")
-            if not isinstance(call_id, str):
+            if isinstance(call_id, str):
+                pending = [p for p in pending if p != call_id]
+            else:
                 call_id = pending.pop(0) if pending else f"call_{i}"
             result = ToolResult(call_id, text)
             if out and out[-1].role == "user" and out[-1].tool_results and not out[-1].text:
@@ -140,7 +143,7 @@ def _chat(raw: Any, *, ids: bool) -> tuple[tuple[SystemPart, ...], list[Message]
     return tuple(system), out
 
 
-def _call(call: Any, fallback_id: str | None, where: str) -> ToolUse:
+def _call(call: Any, fallback_id: str, where: str) -> ToolUse:
     function = call.get("function") if isinstance(call, dict) else None
     if not isinstance(function, dict) or not isinstance(function.get("name"), str):
         raise BadRequest(f"{where}: every tool call needs a function with a name")
@@ -152,8 +155,10 @@ def _call(call: Any, fallback_id: str | None, where: str) -> ToolUse:
             arguments = {"_raw": arguments}  # counted as sent; a call the model wrote badly is data
     if not isinstance(arguments, dict):
         arguments = {"_raw": arguments}
-    call_id = call.get("id") if isinstance(call.get("id"), str) else fallback_id
-    return ToolUse(call_id or f"call_{id(call)}", function["name"], arguments)
+    call_id = call.get("id")
+    return ToolUse(
+        call_id if isinstance(call_id, str) and call_id else fallback_id, function["name"], arguments
+    )
 
 
 def _tools(raw: Any) -> tuple[ToolSpec, ...]:
