@@ -4,6 +4,8 @@ checkpoint in a header."""
 
 from __future__ import annotations
 
+import json
+
 import httpx
 
 from aforo.store.checkpoints import CheckpointStore
@@ -11,6 +13,7 @@ from aforo.store.paths import checkpoints_dir
 from aforo.store.telemetry import Telemetry
 from dialects.truncating_app import TruncatingServer, reader_policy
 from serve.gateway_support import gateway
+from support.cli import run_cli
 
 TASK = "TASK-KEY-42: explain what the modules in this project do."
 
@@ -48,6 +51,12 @@ def test_a_conversation_past_compact_at_is_compacted_checkpointed_and_sent() -> 
     assert len(kept.messages) == 49 and TASK in kept.messages[0].text
     with Telemetry() as telemetry:
         assert [r["event"] for r in telemetry.rows()].count("compaction") == 1
+    # What was sent before, ready to send again.
+    shown = run_cli("serve", "--checkpoint", checkpoint)
+    assert shown.code == 0, shown.err
+    restored = json.loads(shown.out)["messages"]
+    assert len(restored) == 49 and restored[0] == {"role": "user", "content": TASK}
+    assert run_cli("serve", "--checkpoint", "no-such-id").code == 1
 
 
 def _session() -> str:

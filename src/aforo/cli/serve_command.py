@@ -9,6 +9,7 @@ relay). Its first line of output is the URL it serves; then one line per governe
 from __future__ import annotations
 
 import argparse
+import json
 import socket
 import sys
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from aforo.cli.wiring import open_lane
 from aforo.context.lanes import DEFAULT_LANE
 from aforo.errors import ConfigError, LimitExceeded, StoreError
 from aforo.events import ContextAction, Event, EventSink, Info, Warning
+from aforo.messages import Request
 from aforo.serve.app import Upstream, make_app
 from aforo.serve.gateway import Gateway
 from aforo.serve.rooms import Room, Rooms
@@ -36,6 +38,7 @@ from aforo.store.ids import new_id
 from aforo.store.journal import StoreJournal
 from aforo.store.paths import checkpoints_dir
 from aforo.store.telemetry import Telemetry
+from aforo.wire.openai_chat import messages_to_openai
 
 DEFAULT_PORT = 11435  # beside Ollama's 11434
 LOCALHOST = "127.0.0.1"
@@ -77,10 +80,17 @@ def serve_parser() -> argparse.ArgumentParser:
         help="the window, when the server does not say",
     )
     parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="whose .aforo.toml applies")
+    parser.add_argument(
+        "--checkpoint",
+        metavar="ID",
+        help="print the conversation a checkpoint of the gateway holds (OpenAI's messages, JSON) and exit",
+    )
     return parser
 
 
 def serve_run(args: argparse.Namespace) -> int:
+    if args.checkpoint:
+        return _print_checkpoint(args.checkpoint)
     if args.host != LOCALHOST and not args.key:
         fail(
             ConfigError(f"--host {args.host} serves others too: pass --key KEY, which every client must send")
@@ -160,6 +170,23 @@ def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Bui
         client.close()
 
     return Built(app, f"{server.kind} at {server.root_url}; session {session}", close)
+
+
+def _print_checkpoint(wanted: str) -> int:
+    """What the client sent before the gateway changed it, ready to send again."""
+    store = CheckpointStore(checkpoints_dir())
+    try:
+        entry = next((e for e in store.list() if e.id == wanted), None)
+        if entry is None:
+            fail(StoreError(f"no checkpoint {wanted!r}: the x-aforo-compacted header names one"))
+            return 1
+        checkpoint = store.load(entry.path)
+    except StoreError as exc:
+        fail(exc)
+        return 1
+    request = Request(checkpoint.model, (), (), tuple(checkpoint.messages), 1)
+    print(json.dumps({"model": checkpoint.model, "messages": messages_to_openai(request)}, indent=2))
+    return 0
 
 
 def _log(event: Event) -> None:
