@@ -96,3 +96,32 @@ def test_ollama_generate_is_governed_like_chat() -> None:
     assert refused.json()["error"].startswith("the input length exceeds the context length: ")
     assert refused.headers["x-aforo-verdict"] == "refused"
     assert not [path for path, _ in app.state.received if path == "/api/generate"]
+
+
+def test_an_openai_client_in_front_of_ollama_gets_num_ctx_through_the_native_api() -> None:
+    # Ollama's own OpenAI endpoint takes no window: the gateway asks /api/chat instead, and answers
+    # in OpenAI's words, streamed or not.
+    script = [
+        {"chunks": ["It ", "prints."], "prompt_eval_count": 30, "eval_count": 2},
+        {"chunks": ["It ", "prints."], "prompt_eval_count": 30, "eval_count": 2},
+    ]
+    app = ollama_app(models=("m",), script=script)
+    ask = {"model": "m", "messages": [{"role": "user", "content": "What does main.py do?"}]}
+    with gateway(app, window=6000) as (url, _):
+        plain = httpx.post(f"{url}/v1/chat/completions", json=ask)
+        streamed = httpx.post(
+            f"{url}/v1/chat/completions",
+            json={**ask, "stream": True, "stream_options": {"include_usage": True}},
+        )
+    sent = [b for path, b in app.state.received if path == "/api/chat"]
+    assert [b["options"]["num_ctx"] for b in sent] == [6000, 6000]
+    assert all(b["truncate"] is False for b in sent)
+    completion = plain.json()
+    assert completion["object"] == "chat.completion"
+    assert completion["choices"][0]["message"] == {"role": "assistant", "content": "It prints."}
+    assert completion["usage"] == {"prompt_tokens": 30, "completion_tokens": 2, "total_tokens": 32}
+    docs = sse_docs(streamed.text)
+    assert "".join(d["choices"][0]["delta"].get("content", "") for d in docs if d["choices"]) == "It prints."
+    assert docs[-1]["usage"]["prompt_tokens"] == 30  # asked for, so given
+    assert streamed.text.rstrip().endswith("data: [DONE]")
+    assert streamed.headers["content-type"].startswith("text/event-stream")

@@ -38,6 +38,7 @@ from aforo.limits import (
 )
 from aforo.providers.ollama import supports_truncate_flag
 from aforo.serve.answers import encode, end_of, error_body, overflow_body, stream_docs, whole_docs
+from aforo.serve.bridge import ToOpenAI, to_ollama
 from aforo.serve.gateway import Gateway, Refused, Ticket, Verdict
 from aforo.serve.inbound import Api, BadRequest, Inbound, read_inbound, with_messages
 from aforo.wire.overflow_dialects import map_overflow
@@ -153,11 +154,11 @@ def make_app(
 
     async def _send(request: Request, ticket: Ticket) -> Response:
         inbound, room = ticket.inbound, ticket.room
-        url = _url(room.server.v1_url, room.server.root_url, inbound.api)
-        body = _outgoing(ticket)
+        way = _way(ticket)
+        url = way.url
         client = http()
         upstream_request = client.build_request(
-            "POST", url, content=encode(body), headers={"content-type": "application/json"}
+            "POST", url, content=encode(way.body), headers={"content-type": "application/json"}
         )
         limit = answer_bytes(inbound.request.max_tokens)
         try:
@@ -171,8 +172,8 @@ def make_app(
             return await _failed(ticket, resp, url)
         if inbound.streams and room.live:
             headers = _ticket_headers(ticket, "admitted")
-            media = resp.headers.get("content-type")
-            return StreamingResponse(_live(ticket, resp, limit, url), headers=headers, media_type=media)
+            live = _live(ticket, way, resp, limit)
+            return StreamingResponse(live, headers=headers, media_type=way.media(resp))
         try:
             lines = await _until_gone(request, lambda: _read_lines(resp, limit, url))
         except (ServerLimitExceeded, httpx.TransportError) as exc:
@@ -180,8 +181,10 @@ def make_app(
             return JSONResponse(error_body(inbound.api, str(exc), "server_error"), 502)
         finally:
             await resp.aclose()
-        docs = stream_docs(inbound.api, lines) if inbound.streams else whole_docs("\n".join(lines))
-        end = end_of(inbound.api, docs)
+        # Ollama's answer is one JSON line, or lines when it streams anyway: read line by line.
+        whole = not inbound.streams and way.api == "openai"
+        docs = whole_docs("\n".join(lines)) if whole else stream_docs(way.api, lines)
+        end = end_of(way.api, docs)
         seen = await run_in_threadpool(gateway.observe, ticket, end)
         if seen.truncated:
             gateway.finish(ticket, "truncated", end)
@@ -190,11 +193,11 @@ def make_app(
             return JSONResponse(overflow_body(inbound.api, seen.message), 400, headers=headers)
         verdict: Verdict = "clean" if end.usage.prompt_tokens > 0 else "unchecked"
         gateway.finish(ticket, verdict, end)
-        text = "\n".join(_shown(inbound, lines))
+        text = "\n".join(way.shown(lines))
         if inbound.streams:
             text += "\n"
         headers = _ticket_headers(ticket, verdict)
-        return Response(text, resp.status_code, headers=headers, media_type=resp.headers.get("content-type"))
+        return Response(text, resp.status_code, headers=headers, media_type=way.media(resp))
 
     async def _failed(ticket: Ticket, resp: httpx.Response, url: str) -> Response:
         """Upstream refused: its overflow, in any server's dialect, as the client's; else passed on."""
@@ -212,17 +215,17 @@ def make_app(
             return JSONResponse(overflow_body(ticket.inbound.api, str(overflow)), 400, headers=headers)
         return Response(text, resp.status_code, headers=headers, media_type=resp.headers.get("content-type"))
 
-    async def _live(ticket: Ticket, resp: httpx.Response, limit: int, url: str) -> AsyncIterator[bytes]:
+    async def _live(ticket: Ticket, way: Way, resp: httpx.Response, limit: int) -> AsyncIterator[bytes]:
         """A loud server's stream, passed on as it arrives; judged at its end, for the record."""
         lines: list[str] = []
         verdict: Verdict = "failed"
         end = None
         try:
-            async for line in _lines(resp, limit, url):
+            async for line in _lines(resp, limit, way.url):
                 lines.append(line)
-                if _keep(ticket.inbound, line):
-                    yield (line + "\n").encode()
-            end = end_of(ticket.inbound.api, stream_docs(ticket.inbound.api, lines))
+                for out in way.shown([line]):
+                    yield (out + "\n").encode()
+            end = end_of(way.api, stream_docs(way.api, lines))
             seen = await run_in_threadpool(gateway.observe, ticket, end)
             verdict = "truncated" if seen.truncated else "admitted"
         finally:
@@ -235,27 +238,54 @@ def make_app(
     return Starlette(routes=routes, lifespan=lifespan)
 
 
-def _url(v1_url: str, root_url: str, api: Api) -> str:
-    if api == "openai":
-        return f"{v1_url}/chat/completions"
-    return f"{root_url}/api/{'chat' if api == 'ollama_chat' else 'generate'}"
+@dataclass
+class Way:
+    """Where a request goes, in which dialect its answer comes back, and how the client gets it."""
+
+    inbound: Inbound
+    url: str
+    body: dict[str, Any]
+    api: Api  # the dialect upstream answers in
+    bridge: ToOpenAI | None = None  # an OpenAI client's request answered by Ollama's native API
+
+    def shown(self, lines: list[str]) -> list[str]:
+        """What the client gets of these lines of the answer."""
+        if self.bridge is None:
+            return _shown(self.inbound, lines)
+        if self.inbound.streams:
+            return [out for doc in stream_docs(self.api, lines) for out in self.bridge.chunk(doc)]
+        return [self.bridge.completion(stream_docs(self.api, lines))]
+
+    def media(self, resp: httpx.Response) -> str | None:
+        if self.bridge is None:
+            return resp.headers.get("content-type")
+        return "text/event-stream" if self.inbound.streams else "application/json"
 
 
-def _outgoing(ticket: Ticket) -> dict[str, Any]:
+def _way(ticket: Ticket) -> Way:
     """What goes upstream: the client's body; the governed conversation when the governor changed it;
     on Ollama the window it was budgeted for (num_ctx, so it never falls back to its default) and no
-    silent truncation where the version allows; usage asked for in an OpenAI stream."""
-    inbound, room = ticket.inbound, ticket.room
+    silent truncation where the version allows, an OpenAI client's request included (`bridge`); usage
+    asked for in an OpenAI stream."""
+    inbound, room, server = ticket.inbound, ticket.room, ticket.room.server
+    no_truncate = supports_truncate_flag(server.version)
+    if room.kind.sets_window and inbound.api == "openai":
+        body = to_ollama(inbound.body, ticket.admitted.request, room.budget.window, no_truncate)
+        bridge = ToOpenAI(inbound.model, usage=_asked_usage(inbound))
+        return Way(inbound, f"{server.root_url}/api/chat", body, "ollama_chat", bridge)
     body = with_messages(inbound, ticket.admitted.request) if ticket.transformed else dict(inbound.body)
-    if inbound.api != "openai" and room.kind.sets_window:
+    if inbound.api == "openai":
+        if inbound.streams:
+            asked = body.get("stream_options")
+            body["stream_options"] = {**(asked if isinstance(asked, dict) else {}), "include_usage": True}
+        return Way(inbound, f"{server.v1_url}/chat/completions", body, "openai")
+    if room.kind.sets_window:
         options = body.get("options")
         body["options"] = {**(options if isinstance(options, dict) else {}), "num_ctx": room.budget.window}
-        if supports_truncate_flag(room.server.version):
+        if no_truncate:
             body["truncate"] = False
-    if inbound.api == "openai" and inbound.streams:
-        asked = body.get("stream_options")
-        body["stream_options"] = {**(asked if isinstance(asked, dict) else {}), "include_usage": True}
-    return body
+    path = "chat" if inbound.api == "ollama_chat" else "generate"
+    return Way(inbound, f"{server.root_url}/api/{path}", body, inbound.api)
 
 
 def _asked_usage(inbound: Inbound) -> bool:
