@@ -35,7 +35,7 @@ def test_a_conversation_past_compact_at_is_compacted_checkpointed_and_sent() -> 
         resp = httpx.post(f"{url}/v1/chat/completions", json=body)
     assert resp.status_code == 200, resp.text
     header = resp.headers["x-aforo-compacted"]
-    assert header.startswith("49 messages -> ")
+    assert header.startswith("compacted: 49 messages -> ")
     checkpoint = header.rsplit("checkpoint ", 1)[1]
     # Two requests went upstream: the summary, then the compacted conversation, which fits.
     assert len(server.turns) == 2

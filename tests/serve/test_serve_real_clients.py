@@ -70,4 +70,4 @@ def test_through_the_gateway_with_compact_the_sdk_gets_an_answer_that_kept_the_t
         )
     answer = raw.parse()
     assert MARKER in (answer.choices[0].message.content or "")
-    assert raw.headers["x-aforo-compacted"].startswith("49 messages -> ")
+    assert raw.headers["x-aforo-compacted"].startswith("compacted: 49 messages -> ")

@@ -70,7 +70,7 @@ def test_one_threshold_of_the_policy_moves_the_loop_and_the_gateway_alike(
     if policy == EAGER:
         assert cleared_in_loop
         assert len(cleared_upstream) == 3
-        assert resp.headers["x-aforo-compacted"].startswith("9 messages -> 9; checkpoint ")
+        assert resp.headers["x-aforo-compacted"].startswith("cleared: 9 messages -> 9; checkpoint ")
     else:
         assert not cleared_in_loop
         assert cleared_upstream == []

@@ -313,7 +313,9 @@ def _ticket_headers(ticket: Ticket, verdict: Verdict) -> dict[str, str]:
     headers = _headers(ticket.used, ticket.room.budget.window, verdict)
     if ticket.transformed:
         was, now = len(ticket.inbound.request.messages), len(ticket.admitted.request.messages)
-        headers[COMPACTED] = f"{was} messages -> {now}; checkpoint {ticket.admitted.checkpoint}"
+        # A compaction replaces messages with a summary; clearing only rewrites old results in place.
+        done = "compacted" if now != was else "cleared"
+        headers[COMPACTED] = f"{done}: {was} messages -> {now}; checkpoint {ticket.admitted.checkpoint}"
     return headers
 
 
