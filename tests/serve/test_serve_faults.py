@@ -85,3 +85,13 @@ def test_an_upstream_line_past_its_limit_fails_the_request_naming_it(monkeypatch
     assert resp.status_code == 502
     assert "stream_line_bytes" in resp.json()["error"]["message"]
     assert "x" * 100 not in resp.text  # nothing of the answer went through
+
+
+def test_an_answer_past_its_time_limit_fails_the_request_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(serve_app, "ANSWER_TIMEOUT", Limit("answer_timeout", 0.3, "seconds", "x"))
+    upstream = SlowOpenAI(pieces=40, pause=0.05)
+    with gateway(upstream.app, server="openai", window=4096) as (url, _):
+        resp = httpx.post(f"{url}/v1/chat/completions", json={**ASK, "stream": True})
+        assert upstream.stopped.wait(timeout=5)  # and the upstream request ended with it
+    assert resp.status_code == 502
+    assert "answer_timeout" in resp.json()["error"]["message"]

@@ -11,6 +11,7 @@ gateway saw in `x-aforo-*` headers. A client that goes away stops the upstream r
 from __future__ import annotations
 
 import hmac
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from aforo.errors import ConfigError, LimitExceeded, ProviderError, ServerLimitE
 from aforo.events import EventSink, Warning
 from aforo.limits import (
     ANSWER_BYTES,
+    ANSWER_TIMEOUT,
     READ_TIMEOUT,
     RESPONSE_BYTES,
     SERVE_REQUEST_BYTES,
@@ -331,10 +333,14 @@ async def _read_request(request: Request) -> bytes:
 
 
 async def _lines(resp: httpx.Response, limit: int, url: str) -> AsyncIterator[str]:
-    """The answer's lines, within `limit` bytes in all and `stream_line_bytes` each."""
+    """The answer's lines, within `limit` bytes in all, `stream_line_bytes` each and `answer_timeout`
+    seconds from the first byte to the last (a silence is the client's read timeout's)."""
     pending, total = b"", 0
     most = int(STREAM_LINE_BYTES.value)
+    deadline = time.monotonic() + float(ANSWER_TIMEOUT.value)
     async for chunk in resp.aiter_bytes():
+        if time.monotonic() > deadline:
+            raise ServerLimitExceeded(ANSWER_TIMEOUT, f"the answer of {url} took too long")
         total += len(chunk)
         if total > limit:
             raise ServerLimitExceeded(ANSWER_BYTES, f"the answer of {url} passed {limit} bytes")
