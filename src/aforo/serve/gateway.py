@@ -88,9 +88,6 @@ class Gateway:
             lane=DEFAULT_LANE,
         )
 
-    def room(self, inbound: Inbound) -> Room:
-        return self.rooms.get(inbound.model)
-
     def admit(self, inbound: Inbound, client: str) -> Ticket:
         """Admit `inbound` on its conversation's governor. Raises Refused (nothing sent), ConfigError
         (no such model or server) or LimitExceeded."""
