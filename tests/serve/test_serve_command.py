@@ -6,19 +6,22 @@ import os
 import subprocess
 
 import httpx
+import pytest
 
 from dialects.openai_app import Reply, Script, make_openai_app
 from support.cli import AFORO, run_cli
 from support.live_server import LiveServer
 
 
-def test_the_first_line_is_the_url_and_a_client_gets_its_answer_there() -> None:
+@pytest.mark.parametrize("configured", [False, True], ids=["--upstream", "AFORO_BASE_URL"])
+def test_the_first_line_is_the_url_and_a_client_gets_its_answer_there(configured: bool) -> None:
     script = Script(Reply(text="hello from upstream", prompt_tokens=12))
     with LiveServer(make_openai_app(script, models={"test-model": None})) as upstream:
-        cmd = [AFORO, "serve", "--upstream", upstream.url, "--port", "0", "--context-window", "4096"]
-        proc = subprocess.Popen(
-            cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ
-        )
+        # The server comes from the flag, or from the configuration a run would read.
+        where = [] if configured else ["--upstream", upstream.url]
+        env = {**os.environ, "AFORO_BASE_URL": upstream.url} if configured else dict(os.environ)
+        cmd = [AFORO, "serve", *where, "--port", "0", "--context-window", "4096"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
             assert proc.stdout is not None
             url = proc.stdout.readline().strip()
