@@ -14,6 +14,7 @@ from dialects.openai_app import Reply, Script, make_openai_app
 from dialects.servers_apps import ollama_app
 from dialects.truncating_app import Seen, TruncatingServer
 from serve.gateway_support import gateway
+from support.cli import run_cli
 
 OVERFLOW = {"type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}
 TASK = "TASK-KEY-42: explain what the modules in this project do."
@@ -118,6 +119,11 @@ def test_every_request_leaves_a_row_that_aforo_stats_reads() -> None:
     assert runs[0]["session"].startswith("serve-")
     assert summary["overall"]["usage"]["runs"] == 2
     assert summary["overall"]["rejections_by_cause"] == {"does_not_fit": 1}
+    # `aforo stats` itself shows the gateway's session.
+    stats = run_cli("stats", "--json")
+    assert stats.code == 0, stats.err
+    (session,) = json.loads(stats.out)["sessions"].values()
+    assert session["usage"]["runs"] == 2 and session["usage"]["input_tokens"] == 20
 
 
 def test_an_upstream_overflow_in_its_own_dialect_reaches_the_client_in_its_own() -> None:
