@@ -111,10 +111,11 @@ def test_an_openai_client_in_front_of_ollama_gets_num_ctx_through_the_native_api
         plain = httpx.post(f"{url}/v1/chat/completions", json=ask)
         streamed = httpx.post(
             f"{url}/v1/chat/completions",
-            json={**ask, "stream": True, "stream_options": {"include_usage": True}},
+            json={**ask, "stream": True, "stream_options": {"include_usage": True}, "max_tokens": 64},
         )
     sent = [b for path, b in app.state.received if path == "/api/chat"]
     assert [b["options"]["num_ctx"] for b in sent] == [6000, 6000]
+    assert [b["options"]["num_predict"] for b in sent] == [1500, 64]  # the reserve, or the client's
     assert all(b["truncate"] is False for b in sent)
     completion = plain.json()
     assert completion["object"] == "chat.completion"

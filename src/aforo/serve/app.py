@@ -266,13 +266,11 @@ class Way:
 
 def _way(ticket: Ticket) -> Way:
     """What goes upstream: the client's body; the governed conversation when the governor changed it;
-    on Ollama the window it was budgeted for (num_ctx, so it never falls back to its default) and no
-    silent truncation where the version allows, an OpenAI client's request included (`bridge`); usage
-    asked for in an OpenAI stream."""
+    usage asked for in an OpenAI stream; to Ollama, `_on_ollama`'s settings, an OpenAI client's request
+    included (through its native API: `bridge`)."""
     inbound, room, server = ticket.inbound, ticket.room, ticket.room.server
-    no_truncate = supports_truncate_flag(server.version)
     if room.kind.sets_window and inbound.api == "openai":
-        body = to_ollama(inbound.body, ticket.admitted.request, room.budget.window, no_truncate)
+        body = _on_ollama(to_ollama(inbound.body, ticket.admitted.request), ticket)
         bridge = ToOpenAI(inbound.model, usage=_asked_usage(inbound))
         return Way(inbound, f"{server.root_url}/api/chat", body, "ollama_chat", bridge)
     body = with_messages(inbound, ticket.admitted.request) if ticket.transformed else dict(inbound.body)
@@ -282,12 +280,26 @@ def _way(ticket: Ticket) -> Way:
             body["stream_options"] = {**(asked if isinstance(asked, dict) else {}), "include_usage": True}
         return Way(inbound, f"{server.v1_url}/chat/completions", body, "openai")
     if room.kind.sets_window:
-        options = body.get("options")
-        body["options"] = {**(options if isinstance(options, dict) else {}), "num_ctx": room.budget.window}
-        if no_truncate:
-            body["truncate"] = False
+        body = _on_ollama(body, ticket)
     path = "chat" if inbound.api == "ollama_chat" else "generate"
     return Way(inbound, f"{server.root_url}/api/{path}", body, inbound.api)
+
+
+def _on_ollama(body: dict[str, Any], ticket: Ticket) -> dict[str, Any]:
+    """Ollama is told the window it was budgeted for (num_ctx, so it never falls back to its default),
+    not to truncate silently where its version allows, and, when the client set no limit, the reserve
+    as the answer's: past the window while generating it would drop the oldest tokens without a word."""
+    room = ticket.room
+    options = body.get("options")
+    options = {**(options if isinstance(options, dict) else {}), "num_ctx": room.budget.window}
+    if ticket.inbound.asked_max_tokens is None:
+        options["num_predict"] = room.budget.reserve
+    else:
+        options["num_predict"] = ticket.inbound.asked_max_tokens
+    body = {**body, "options": options}
+    if supports_truncate_flag(room.server.version):
+        body["truncate"] = False
+    return body
 
 
 def _asked_usage(inbound: Inbound) -> bool:

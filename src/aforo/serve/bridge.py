@@ -23,10 +23,10 @@ from aforo.wire.chat import chat_messages
 _OPTIONS = {"temperature": "temperature", "top_p": "top_p", "seed": "seed", "stop": "stop"}
 
 
-def to_ollama(body: dict[str, Any], request: Request, window: int, no_truncate: bool) -> dict[str, Any]:
-    """The `/api/chat` body for the OpenAI `body`, whose conversation (as admitted) is `request`'s."""
+def to_ollama(body: dict[str, Any], request: Request) -> dict[str, Any]:
+    """The `/api/chat` body for the OpenAI `body`, whose conversation (as admitted) is `request`'s; the
+    window and the answer's limit are set as for any request to Ollama (`app._on_ollama`)."""
     options = {theirs: body[ours] for ours, theirs in _OPTIONS.items() if ours in body}
-    options |= {"num_ctx": window, "num_predict": request.max_tokens}
     out: dict[str, Any] = {
         "model": request.model,
         "messages": chat_messages(request, OLLAMA),
@@ -35,8 +35,6 @@ def to_ollama(body: dict[str, Any], request: Request, window: int, no_truncate: 
     }
     if isinstance(body.get("tools"), list):
         out["tools"] = body["tools"]  # the same function-tool shape
-    if no_truncate:
-        out["truncate"] = False
     return out
 
 

@@ -38,6 +38,11 @@ class Inbound:
         return self.request.model
 
     @property
+    def asked_max_tokens(self) -> int | None:
+        """The answer's limit the client set, if it set one."""
+        return _limit(self.body, self.api)
+
+    @property
     def streams(self) -> bool:
         # OpenAI streams only when asked; Ollama streams unless told not to.
         default = self.api != "openai"
