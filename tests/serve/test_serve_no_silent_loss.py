@@ -69,7 +69,9 @@ def test_a_collapsed_prompt_is_not_passed_on_as_a_success_streamed_or_not() -> N
     with gateway(server.app, window=8192) as (url, _):
         plain = httpx.post(f"{url}/v1/chat/completions", json=body)
         streamed = httpx.post(f"{url}/v1/chat/completions", json={**body, "stream": True})
-    assert [t.dropped > 0 for t in server.turns] == [True, True]  # it did answer both, HTTP 200
+    # It did answer every request, HTTP 200, and read a part of each: the gateway's measurement of the
+    # conversation without its newest message, then the request itself, twice.
+    assert [t.dropped > 0 for t in server.turns] == [True] * 4
     for answer in (plain, streamed):
         assert answer.status_code == 400, answer.text
         assert {k: answer.json()["error"][k] for k in OVERFLOW} == OVERFLOW
@@ -90,7 +92,8 @@ def test_the_first_crossing_of_a_growing_conversation_is_caught() -> None:
         grown += long_chat(6)[1:]
         crossed = httpx.post(f"{url}/v1/chat/completions", json={"model": "test-model", "messages": grown})
     assert ok.status_code == 200 and ok.headers["x-aforo-verdict"] == "clean"
-    assert server.turns[0].dropped == 0 and server.turns[1].dropped > 0
+    # The first request (measured without its newest message, then sent) fits; the next one does not.
+    assert [t.dropped > 0 for t in server.turns[:3]] == [False, False, True]  # then its measurements
     assert crossed.status_code == 400, crossed.text
     assert crossed.json()["error"]["code"] == "context_length_exceeded"
     assert crossed.headers["x-aforo-verdict"] == "truncated"
@@ -139,7 +142,7 @@ def test_an_upstream_overflow_in_its_own_dialect_reaches_the_client_in_its_own()
     }
     from dialects.openai_app import Failure
 
-    script = Script(Failure(400, json.dumps(refusal)))
+    script = Script(Failure(400, json.dumps(refusal)), Failure(400, json.dumps(refusal)))
     with gateway(make_openai_app(script, models={"test-model": None}), window=8192) as (url, _):
         resp = httpx.post(
             f"{url}/v1/chat/completions", json={"model": "test-model", "messages": long_chat(2)}
@@ -147,3 +150,18 @@ def test_an_upstream_overflow_in_its_own_dialect_reaches_the_client_in_its_own()
     assert resp.status_code == 400
     assert resp.json()["error"]["code"] == "context_length_exceeded"
     assert resp.headers["x-aforo-verdict"] == "overflow"
+
+
+def test_a_conversation_first_seen_already_past_the_real_window_is_caught() -> None:
+    # The gateway sees this conversation for the first time (a client that began elsewhere, a restart):
+    # keep-newest truncation, reported just under the real window, and no tokenizer on the server. It
+    # measures the conversation without its newest message first, so the request is judged by growth.
+    server = TruncatingServer(echo, window=2048, mode="ollama")
+    with gateway(server.app, window=8192) as (url, _):
+        resp = httpx.post(
+            f"{url}/v1/chat/completions", json={"model": "test-model", "messages": long_chat(24)}
+        )
+    assert server.turns[0].dropped > 0 and server.turns[0].messages[-1]["content"].startswith("ack 23")
+    assert resp.status_code == 400, resp.text
+    assert resp.json()["error"]["code"] == "context_length_exceeded"
+    assert resp.headers["x-aforo-verdict"] == "truncated"

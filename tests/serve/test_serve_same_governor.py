@@ -12,7 +12,8 @@ import pytest
 from aforo.context.policy import Policy
 from aforo.messages import CLEARED_NOTE
 from aforo.providers.fake import FakeProvider
-from dialects.openai_app import Reply, Script, make_openai_app
+from dialects.openai_app import Reply
+from dialects.truncating_app import TruncatingServer
 from serve.gateway_support import gateway
 from support.scenario import TASK_KEY, make_agent, make_files, reader_model
 
@@ -40,14 +41,13 @@ def client_conversation() -> list[dict]:
     return messages
 
 
-def through_gateway(policy: Policy) -> tuple[dict, httpx.Response]:
-    script = Script(Reply(text="mod02.py", prompt_tokens=300))
+def through_gateway(policy: Policy) -> tuple[list[dict], httpx.Response]:
+    """What the server read of the last request, and what the client got."""
+    server = TruncatingServer(lambda seen: Reply(text="mod02.py"), window=32768)
     body = {"model": "test-model", "messages": client_conversation()}
-    with gateway(
-        make_openai_app(script, models={"test-model": None}), window=8192, compact=True, policy=policy
-    ) as (url, _):
+    with gateway(server.app, window=8192, compact=True, policy=policy) as (url, _):
         resp = httpx.post(f"{url}/v1/chat/completions", json=body)
-    return script.bodies[0], resp
+    return server.turns[-1].messages, resp
 
 
 def loop_actions(tmp_path: Path, policy: Policy) -> list[str]:
@@ -64,9 +64,9 @@ def test_one_threshold_of_the_policy_moves_the_loop_and_the_gateway_alike(
     tmp_path: Path, policy: Policy
 ) -> None:
     sent, resp = through_gateway(policy)
-    cleared_upstream = [m for m in sent["messages"] if m["role"] == "tool" and m["content"] == CLEARED_NOTE]
+    cleared_upstream = [m for m in sent if m["role"] == "tool" and m["content"] == CLEARED_NOTE]
     cleared_in_loop = "cleared" in loop_actions(tmp_path, policy)
-    assert resp.status_code == 200
+    assert resp.status_code == 200, resp.text
     if policy == EAGER:
         assert cleared_in_loop
         assert len(cleared_upstream) == 3

@@ -13,7 +13,7 @@ side runs these in a worker thread.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from aforo.context.governor import Governor
@@ -21,14 +21,15 @@ from aforo.context.lanes import DEFAULT_LANE
 from aforo.context.plan import Admitted
 from aforo.context.policy import Policy
 from aforo.context.watch import Observation
-from aforo.errors import RejectedError
-from aforo.events import EventSink, Info
+from aforo.errors import ProviderError, RejectedError
+from aforo.events import EventSink, Info, Warning
 from aforo.messages import MessageEnd
 from aforo.protocols import Journal
 from aforo.records import Stamp, TelemetryRecord
 from aforo.serve.conversations import Conversations, Slot
 from aforo.serve.inbound import Inbound
 from aforo.serve.rooms import Room, Rooms
+from aforo.stream import collect
 
 # What `x-aforo-verdict` says. admitted: it fit and went out (a loud server's stream, passed on live);
 # clean: the answer was checked and the server read the whole prompt; refused: it cannot fit, nothing
@@ -108,7 +109,24 @@ class Gateway:
         except BaseException:
             self.conversations.forget(slot)
             raise
+        if not slot.sent and len(admitted.request.messages) > 1 and not room.kind.loud and not room.counter:
+            self._baseline(governor, admitted, room)
         return Ticket(inbound, room, slot, admitted, client, started)
+
+    def _baseline(self, governor: Governor, admitted: Admitted, room: Room) -> None:
+        """A conversation first seen already long, on a server that may drop part of it without a word
+        and cannot count: the watch has nothing to compare its report with (in the loop a conversation
+        starts small). So the server first reads it without its newest message (one token asked for),
+        and the watch takes that as its first sample: the request itself is then judged by its growth,
+        the first crossing of a window included. The server keeps that prompt in its cache."""
+        prefix = admitted.request.with_messages(admitted.request.messages[:-1])
+        measuring = replace(prefix, max_tokens=1)
+        try:
+            end = collect(room.provider, measuring).end
+        except ProviderError as exc:
+            self.emit(Warning(f"Could not measure the start of the conversation: {exc}"))
+            return
+        governor.observe(Admitted(measuring, governor.count(measuring)), end, room.provider)
 
     def observe(self, ticket: Ticket, end: MessageEnd) -> Observation:
         """Did the server read the whole prompt? The governor's watch decides, as after a loop's call."""
