@@ -223,10 +223,17 @@ def make_app(
         verdict: Verdict = "failed"
         end = None
         try:
-            async for line in _lines(resp, limit, way.url):
-                lines.append(line)
-                for out in way.shown([line]):
-                    yield (out + "\n").encode()
+            try:
+                async for line in _lines(resp, limit, way.url):
+                    lines.append(line)
+                    for out in way.shown([line]):
+                        yield (out + "\n").encode()
+            except (ServerLimitExceeded, httpx.TransportError) as exc:
+                # Too late for a status: the stream ends with an error in its own shape, which the
+                # client's stream reader raises (OpenAI's SDK and Ollama's clients both do).
+                error = encode(error_body(ticket.inbound.api, str(exc) or type(exc).__name__, "server_error"))
+                yield (b"data: " + error + b"\n\n") if ticket.inbound.api == "openai" else error + b"\n"
+                return
             end = end_of(way.api, stream_docs(way.api, lines))
             seen = await run_in_threadpool(gateway.observe, ticket, end)
             verdict = "truncated" if seen.truncated else "admitted"
