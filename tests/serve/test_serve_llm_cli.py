@@ -59,4 +59,7 @@ def test_through_the_gateway_llm_exits_with_the_context_length_error(tmp_path: P
     assert second.returncode != 0
     assert LOST_TASK_ANSWER not in second.stdout
     # llm prints the SDK's BadRequestError (HTTP 400), whose message is the gateway's.
-    assert second.stderr.startswith("Error: Error code: 400 - The server silently dropped part of the")
+    assert second.stderr.startswith(
+        "Error: Error code: 400 - This model's maximum context length is exceeded: The server silently "
+        "dropped part of the conversation"
+    )

@@ -44,6 +44,8 @@ def test_a_request_that_cannot_fit_is_refused_before_it_is_sent_in_openai_words(
         assert answer.status_code == 400
         error = answer.json()["error"]
         assert {k: error[k] for k in OVERFLOW} == OVERFLOW
+        # OpenAI's own opening: litellm (mini-swe-agent, aider) tells an overflow by the text alone.
+        assert error["message"].startswith("This model's maximum context length is exceeded: ")
         assert "Nothing was sent" in error["message"]
         assert answer.headers["x-aforo-verdict"] == "refused"
         assert int(answer.headers["x-aforo-context-used"]) > 1024

@@ -25,6 +25,9 @@ _STOPS: dict[str, StopReason] = {
 }
 # What Ollama itself says when a prompt does not fit (with `truncate: false`): clients match on it.
 OLLAMA_OVERFLOW = "the input length exceeds the context length"
+# The opening of OpenAI's own overflow message: clients that classify errors by their text (litellm, and
+# with it mini-swe-agent and aider) read the body's `code` only through it.
+OPENAI_OVERFLOW = "This model's maximum context length is exceeded"
 
 
 def _doc(text: str) -> Any:
@@ -101,7 +104,7 @@ def overflow_body(api: Api, message: str) -> dict[str, Any]:
     if api == "openai":
         return {
             "error": {
-                "message": message,
+                "message": f"{OPENAI_OVERFLOW}: {message}",
                 "type": "invalid_request_error",
                 "param": "messages",
                 "code": "context_length_exceeded",
