@@ -17,6 +17,7 @@ BENCHES = (
     "symbols.py",
     "faults_memory.py",
     "repomap.py",
+    "gateway.py",
 )
 
 

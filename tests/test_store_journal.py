@@ -38,7 +38,7 @@ def test_every_field_of_a_record_reaches_its_column(tmp_path: Path) -> None:
     store, telemetry, events = journal(tmp_path, ["s1"])
     skip = ("event", "stamp", "usage")
     values = {f.name: n for n, f in enumerate(fields(TelemetryRecord), start=11) if f.name not in skip}
-    values |= {"duration_ms": 1.5, "cause": "why", "checkpoint": "cp-1"}
+    values |= {"duration_ms": 1.5, "cause": "why", "checkpoint": "cp-1", "client": "127.0.0.1 curl/8"}
     usage = Usage(input_tokens=700, cache_read_tokens=300, cache_write_tokens=20, output_tokens=40)
     store.record(
         TelemetryRecord(

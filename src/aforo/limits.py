@@ -169,3 +169,12 @@ STDIN_BYTES = limit("stdin_bytes", 1 * MiB, "bytes", "piped standard input, adde
 TYPEAHEAD_BYTES = limit(
     "typeahead_bytes", 64 * KiB, "bytes", "keys typed while a run works, kept for the next prompt"
 )
+
+# --- what clients send to `aforo serve` (serve/) -----------------------------------------------------
+SERVE_REQUEST_BYTES = limit(
+    "serve_request_bytes", 32 * MiB, "bytes", "one request body a client sends to aforo serve"
+)
+SERVE_MODELS = limit("serve_models", 64, "models", "models one aforo serve opens a room for")
+SERVE_CONVERSATIONS = limit(
+    "serve_conversations", 256, "conversations", "conversations aforo serve follows (the oldest idle goes)"
+)

@@ -68,6 +68,7 @@ class TelemetryRecord:
     duration_ms: float | None = None
     cause: str | None = None
     checkpoint: str | None = None
+    client: str | None = None  # who sent the request, for a request `aforo serve` passed on
 
 
 class Decision(NamedTuple):

@@ -40,6 +40,7 @@ from aforo.cli.flags import ASK
 from aforo.cli.parsing import Subcommand, fail, say, subcommand_parser, terminal_width
 from aforo.cli.routes import lane_settings
 from aforo.cli.sanitize import SafeWriter, sanitize
+from aforo.cli.serve_command import serve_parser, serve_run
 from aforo.cli.sessions_command import sessions_parser, sessions_run
 from aforo.cli.status import StatusWriter, stderr_status
 from aforo.errors import ConfigError, LimitExceeded, StoreError
@@ -292,6 +293,7 @@ SUBCOMMANDS: dict[str, Callable[[list[str]], int]] = {
     "sessions": Subcommand(sessions_parser, sessions_run),
     "trust": Subcommand(trust_parser, trust_run),
     "engine": Subcommand(engine_parser, engine_run),
+    "serve": Subcommand(serve_parser, serve_run),
     "completion": Subcommand(completion_parser, lambda args: completion_run(args, parsers())),
 }
 

@@ -132,16 +132,19 @@ class Governor:
         *,
         force_compact: bool = False,
         cancel: threading.Event | None = None,
+        transform: bool = True,
     ) -> Admitted:
         """Run the stages and refuse locally what still cannot fit (RejectedError: nothing was sent).
 
         `force_compact` compacts whatever the count; if that fails, RecoveryFailed says what to put back.
         `cancel` (the run's Ctrl-C) stops a summary request at once: KeyboardInterrupt, with the
-        conversation as it was before this admission."""
+        conversation as it was before this admission. Without `transform` no stage runs: the
+        conversation is sent as it is or refused (the gateway's default, where the conversation is the
+        client's)."""
         started = time.monotonic()
         room = self._room(request, provider, force=force_compact, cancel=cancel)
         checkpoint = None
-        for kind, stage in STAGES:
+        for kind, stage in STAGES if transform else ():
             try:
                 applied = self.pipeline.apply(kind, room.request, room.before, partial(stage, room))
             except KeyboardInterrupt:

@@ -51,13 +51,13 @@ INT_FIELDS = (
     "output_tokens",
     "cached_tokens",
 )
-TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint", "lane", "model_served")
+TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint", "lane", "model_served", "client")
 # What a record fills; every other column (id, ts, session, event) the store fills itself.
 RECORD_FIELDS = (*INT_FIELDS, "duration_ms", *TEXT_FIELDS)
 COLUMNS = ("id", "ts", "session", "event", *RECORD_FIELDS)
 # Error texts and URLs can carry credentials, and what a server says is untrusted text: redacted like
 # everything else on disk.
-REDACTED = ("cause", "server", "model_served")
+REDACTED = ("cause", "server", "model_served", "client")
 
 MIGRATIONS: Migrations[SqlStep] = Migrations("telemetry")
 
@@ -119,6 +119,12 @@ def m005_lane_model_served(db: sqlite3.Connection) -> None:
     # `model` column keeps the configured name, which a server may serve under another.
     db.execute('ALTER TABLE events ADD COLUMN "lane" TEXT')
     db.execute('ALTER TABLE events ADD COLUMN "model_served" TEXT')
+
+
+@MIGRATIONS
+def m006_client(db: sqlite3.Connection) -> None:
+    # Issue 30: the client a request `aforo serve` passed on came from, beside the model it asked for.
+    db.execute('ALTER TABLE events ADD COLUMN "client" TEXT')
 
 
 def migrate(db: sqlite3.Connection, upto: int | None = None) -> list[str]:

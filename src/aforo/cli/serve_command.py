@@ -1,0 +1,202 @@
+"""`aforo serve`: flags and wiring of the gateway (`aforo.serve`); the gateway itself holds no CLI.
+
+Each model a client names gets its room the way a run wires its lane (`wiring.open_lane`: detection,
+the served window, the probe cache, the exact counter), so the gateway and the assistant agree on every
+window. It listens on 127.0.0.1 unless `--host` says otherwise, and then only with `--key` (no open
+relay). Its first line of output is the URL it serves; then one line per governed request, on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+
+from aforo.cli.config import NOT_GIVEN, Config, load_config
+from aforo.cli.lanes import Route
+from aforo.cli.parsing import fail, subcommand_parser
+from aforo.cli.sanitize import sanitize
+from aforo.cli.wiring import open_lane
+from aforo.context.lanes import DEFAULT_LANE
+from aforo.errors import ConfigError, LimitExceeded, StoreError
+from aforo.events import ContextAction, Event, EventSink, Info, Warning
+from aforo.messages import Request
+from aforo.serve.app import Upstream, make_app
+from aforo.serve.gateway import Gateway
+from aforo.serve.rooms import Room, Rooms
+from aforo.server_kinds import KINDS, SERVER_KINDS
+from aforo.servers.detect import detect_server
+from aforo.store.checkpoints import CheckpointStore, MiB
+from aforo.store.ids import new_id
+from aforo.store.journal import StoreJournal
+from aforo.store.paths import checkpoints_dir
+from aforo.store.telemetry import Telemetry
+from aforo.wire.openai_chat import messages_to_openai
+
+DEFAULT_PORT = 11435  # beside Ollama's 11434
+LOCALHOST = "127.0.0.1"
+
+
+def serve_parser() -> argparse.ArgumentParser:
+    parser = subcommand_parser(
+        "serve",
+        "Run the governor as a gateway in front of a model server: clients that speak OpenAI's or "
+        "Ollama's API point at it instead. A request that cannot fit, or an answer the server gave "
+        "after silently dropping part of the prompt, reaches the client as the standard "
+        "context-length error; headers x-aforo-context-used, -window and -verdict say what it saw.",
+    )
+    parser.add_argument(
+        "--upstream", default=NOT_GIVEN, metavar="URL", help="the server (default: from the config, as a run)"
+    )
+    parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
+    parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"the port (default {DEFAULT_PORT}; 0: any)"
+    )
+    parser.add_argument(
+        "--host",
+        default=LOCALHOST,
+        help=f"the address to listen on (default {LOCALHOST}; another needs --key)",
+    )
+    parser.add_argument(
+        "--key", default=None, help="the key every client must send (Authorization: Bearer KEY)"
+    )
+    parser.add_argument(
+        "--compact",
+        action="store_true",
+        help="clear and compact the conversation (checkpoint first) instead of refusing it",
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        default=NOT_GIVEN,
+        metavar="N",
+        help="the window, when the server does not say",
+    )
+    parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="whose .aforo.toml applies")
+    parser.add_argument(
+        "--checkpoint",
+        metavar="ID",
+        help="print the conversation a checkpoint of the gateway holds (OpenAI's messages, JSON) and exit",
+    )
+    return parser
+
+
+def serve_run(args: argparse.Namespace) -> int:
+    if args.checkpoint:
+        return _print_checkpoint(args.checkpoint)
+    if args.host != LOCALHOST and not args.key:
+        fail(
+            ConfigError(f"--host {args.host} serves others too: pass --key KEY, which every client must send")
+        )
+        return 2
+    flags = {
+        "workspace": args.workspace,
+        "base_url": args.upstream,
+        "server": args.server,
+        "context_window": args.context_window,
+    }
+    try:
+        cfg = load_config(flags)
+    except (ConfigError, LimitExceeded) as exc:
+        fail(exc)
+        return 2
+    for warning in cfg.warnings:
+        _log(Warning(warning))
+    try:
+        built = build(cfg, compact=args.compact, key=args.key, log=_log)
+    except (ConfigError, StoreError) as exc:
+        fail(exc)
+        return 2
+    try:
+        sock = socket.create_server((args.host, args.port))
+    except OSError as exc:
+        fail(ConfigError(f"cannot listen on {args.host}:{args.port}: {exc}"))
+        return 2
+    port = sock.getsockname()[1]
+    print(f"http://{args.host}:{port}", flush=True)
+    doing = "compacting" if args.compact else "refusing what does not fit"
+    print(sanitize(f"aforo serve: {built.describe}; {doing}"), file=sys.stderr, flush=True)
+    config = uvicorn.Config(built.app, log_level="warning", lifespan="on")
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        built.close()
+    return 0
+
+
+@dataclass
+class Built:
+    app: Starlette
+    describe: str  # the server behind it and the session its records go to
+    close: Callable[[], None]
+
+
+def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Built:
+    """The gateway in front of the server `cfg` names, recording in the state directory. Raises
+    ConfigError (no server there) or StoreError (telemetry cannot open)."""
+    client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0))
+    try:
+        server = detect_server(client, cfg.base_url, cfg.server, kinds=KINDS)
+        telemetry = Telemetry()
+    except BaseException:
+        client.close()
+        raise
+    session = f"serve-{new_id()}"
+    checkpoints = CheckpointStore(
+        checkpoints_dir(),
+        session_quota_bytes=int(cfg.checkpoint_session_quota_mb * MiB),
+        total_quota_bytes=int(cfg.checkpoint_total_quota_mb * MiB),
+    )
+    journal = StoreJournal(lambda: session, checkpoints, telemetry, log)
+
+    def open_room(model: str) -> Room:
+        route = Route(DEFAULT_LANE, cfg.base_url, model, cfg.context_window, cfg.context_window_source)
+        lane = open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind)
+        known = lane.window_known
+        return Room(model, lane.kind, lane.server, lane.budget, lane.provider, lane.counter, known)
+
+    gateway = Gateway(Rooms(open_room), journal, cfg.policy, log, compact=compact)
+    app = make_app(gateway, Upstream(server.root_url, cfg.api_key), key=key, log=log)
+
+    def close() -> None:
+        telemetry.close()
+        client.close()
+
+    return Built(app, f"{server.kind} at {server.root_url}; session {session}", close)
+
+
+def _print_checkpoint(wanted: str) -> int:
+    """What the client sent before the gateway changed it, ready to send again."""
+    store = CheckpointStore(checkpoints_dir())
+    try:
+        entry = next((e for e in store.list() if e.id == wanted), None)
+        if entry is None:
+            fail(StoreError(f"no checkpoint {wanted!r}: the x-aforo-compacted header names one"))
+            return 1
+        checkpoint = store.load(entry.path)
+    except StoreError as exc:
+        fail(exc)
+        return 1
+    request = Request(checkpoint.model, (), (), tuple(checkpoint.messages), 1)
+    print(json.dumps({"model": checkpoint.model, "messages": messages_to_openai(request)}, indent=2))
+    return 0
+
+
+def _log(event: Event) -> None:
+    """One line per request, per warning and per change of a conversation, on stderr."""
+    if isinstance(event, Warning):
+        line = f"! {event.message}"
+    elif isinstance(event, Info) and "serve" in event.fields:
+        line = str(event.fields["serve"])
+    elif isinstance(event, ContextAction):
+        line = f"{event.action} {event.before} -> {event.after} tokens (checkpoint {event.checkpoint})"
+    else:
+        return
+    print(sanitize(f"aforo serve: {line}", one_line=True), file=sys.stderr, flush=True)

@@ -1,0 +1,44 @@
+"""`aforo serve` as a user starts it: its first line is the URL it serves; no open relay."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import httpx
+import pytest
+
+from dialects.openai_app import Reply, Script, make_openai_app
+from support.cli import AFORO, run_cli
+from support.live_server import LiveServer
+
+
+@pytest.mark.parametrize("configured", [False, True], ids=["--upstream", "AFORO_BASE_URL"])
+def test_the_first_line_is_the_url_and_a_client_gets_its_answer_there(configured: bool) -> None:
+    script = Script(Reply(text="hello from upstream", prompt_tokens=12))
+    with LiveServer(make_openai_app(script, models={"test-model": None})) as upstream:
+        # The server comes from the flag, or from the configuration a run would read.
+        where = [] if configured else ["--upstream", upstream.url]
+        env = {**os.environ, "AFORO_BASE_URL": upstream.url} if configured else dict(os.environ)
+        cmd = [AFORO, "serve", *where, "--port", "0", "--context-window", "4096"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            ask = {"model": "test-model", "messages": [{"role": "user", "content": "hi"}]}
+            resp = httpx.post(f"{url}/v1/chat/completions", json=ask, timeout=30)
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=10)
+    assert resp.json()["choices"][0]["message"]["content"] == "hello from upstream"
+    assert resp.headers["x-aforo-verdict"] == "clean"
+    # Its log says what it did with each request.
+    used = resp.headers["x-aforo-context-used"]
+    assert f"aforo serve: test-model: {used}/4096 tokens, clean (127.0.0.1 python-httpx/" in err
+
+
+def test_another_address_needs_a_key() -> None:
+    run = run_cli("serve", "--host", "0.0.0.0", "--upstream", "http://127.0.0.1:9")
+    assert run.code == 2
+    assert "pass --key KEY" in run.err
