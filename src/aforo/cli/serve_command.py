@@ -20,7 +20,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from aforo.cli.config import NOT_GIVEN, Config, load_config
-from aforo.cli.lanes import Route
+from aforo.cli.routes import Route
 from aforo.cli.parsing import fail, subcommand_parser
 from aforo.cli.sanitize import sanitize
 from aforo.cli.wiring import open_lane
@@ -108,7 +108,7 @@ def serve_run(args: argparse.Namespace) -> int:
         fail(exc)
         return 2
     for warning in cfg.warnings:
-        _log(Warning(warning))
+        _log(Warning(message=warning))
     try:
         built = build(cfg, compact=args.compact, key=args.key, log=_log)
     except (ConfigError, StoreError) as exc:

@@ -43,7 +43,7 @@ from aforo.serve.answers import encode, end_of, error_body, overflow_body, strea
 from aforo.serve.bridge import ToOpenAI, to_ollama
 from aforo.serve.gateway import Gateway, Refused, Ticket, Verdict
 from aforo.serve.inbound import Api, BadRequest, Inbound, read_inbound, with_messages
-from aforo.wire.overflow_dialects import map_overflow
+from aforo.wire.overflow_wordings import map_overflow
 
 USED, WINDOW, VERDICT, COMPACTED = (
     "x-aforo-context-used",
@@ -140,7 +140,7 @@ def make_app(
         try:
             ticket = await run_in_threadpool(gateway.admit, inbound, client)
         except Refused as exc:
-            say(Warning(f"refused {inbound.model}: {exc}"))
+            say(Warning(message=f"refused {inbound.model}: {exc}"))
             headers = _headers(exc.used, exc.window, "refused")
             return JSONResponse(overflow_body(api, str(exc)), 400, headers=headers)
         except (ConfigError, LimitExceeded, ProviderError) as exc:
@@ -190,7 +190,7 @@ def make_app(
         seen = await run_in_threadpool(gateway.observe, ticket, end)
         if seen.truncated:
             gateway.finish(ticket, "truncated", end)
-            say(Warning(f"withheld {inbound.model}: {seen.message}"))
+            say(Warning(message=f"withheld {inbound.model}: {seen.message}"))
             headers = _ticket_headers(ticket, "truncated")
             return JSONResponse(overflow_body(inbound.api, seen.message), 400, headers=headers)
         verdict: Verdict = "clean" if end.usage.prompt_tokens > 0 else "unchecked"

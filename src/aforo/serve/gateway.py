@@ -103,7 +103,9 @@ class Gateway:
             used = governor.count(request).tokens
             self._record_run(slot, "refused", None, started, client, inbound.model)
             self.emit(
-                Info({"serve": f"{inbound.model}: {used}/{governor.window} tokens, refused ({client})"})
+                Info(
+                    fields={"serve": f"{inbound.model}: {used}/{governor.window} tokens, refused ({client})"}
+                )
             )
             raise Refused(str(exc), used, governor.window) from exc
         except BaseException:
@@ -124,9 +126,9 @@ class Gateway:
         try:
             end = collect(room.provider, measuring).end
         except ProviderError as exc:
-            self.emit(Warning(f"Could not measure the start of the conversation: {exc}"))
+            self.emit(Warning(message=f"Could not measure the start of the conversation: {exc}"))
             return
-        governor.observe(Admitted(measuring, governor.count(measuring)), end, room.provider)
+        governor.observe(Admitted(request=measuring, count=governor.count(measuring)), end, room.provider)
 
     def observe(self, ticket: Ticket, end: MessageEnd) -> Observation:
         """Did the server read the whole prompt? The governor's watch decides, as after a loop's call."""
@@ -143,17 +145,17 @@ class Gateway:
         done = f"{ticket.inbound.model}: {ticket.used}/{ticket.room.budget.window} tokens, {verdict}"
         if ticket.admitted.checkpoint:
             done += f", conversation changed after checkpoint {ticket.admitted.checkpoint}"
-        self.emit(Info({"serve": f"{done} ({ticket.client})"}))
+        self.emit(Info(fields={"serve": f"{done} ({ticket.client})"}))
 
     def _record_run(
         self, slot: Slot, verdict: Verdict, end: MessageEnd | None, started: float, client: str, asked: str
     ) -> None:
         governor = slot.governor
-        stamp = Stamp(governor.where(), governor.lane, end.model if end else "")
+        stamp = Stamp(where=governor.where(), lane=governor.lane, served=end.model if end else "")
         self.journal.record(
             TelemetryRecord(
-                "run",
-                stamp,
+                event="run",
+                stamp=stamp,
                 usage=end.usage if end else None,
                 duration_ms=round((time.monotonic() - started) * 1000, 3),
                 cause=f"serve {verdict}; asked for {asked}",

@@ -51,7 +51,17 @@ INT_FIELDS = (
     "output_tokens",
     "cached_tokens",
 )
-TEXT_FIELDS = ("counter", "cause", "model", "server", "window_source", "checkpoint", "lane", "model_served", "client")
+TEXT_FIELDS = (
+    "counter",
+    "cause",
+    "model",
+    "server",
+    "window_source",
+    "checkpoint",
+    "lane",
+    "model_served",
+    "client",
+)
 # What a record fills; every other column (id, ts, session, event) the store fills itself.
 RECORD_FIELDS = (*INT_FIELDS, "duration_ms", *TEXT_FIELDS)
 COLUMNS = ("id", "ts", "session", "event", *RECORD_FIELDS)
