@@ -20,12 +20,12 @@ import uvicorn
 from starlette.applications import Starlette
 
 from aforo.cli.config import NOT_GIVEN, Config, load_config
-from aforo.cli.routes import Route
 from aforo.cli.parsing import fail, subcommand_parser
+from aforo.cli.routes import Route
 from aforo.cli.sanitize import sanitize
 from aforo.cli.wiring import open_lane
 from aforo.context.lanes import DEFAULT_LANE
-from aforo.errors import ConfigError, LimitExceeded, StoreError
+from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import ContextAction, Event, EventSink, Info, Warning
 from aforo.messages import Request
 from aforo.serve.app import Upstream, make_app
@@ -54,6 +54,14 @@ def serve_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--upstream", default=NOT_GIVEN, metavar="URL", help="the server (default: from the config, as a run)"
+    )
+    parser.add_argument(
+        "--local",
+        action="store_true",
+        help="in front of aforo's own engine, installed on first use and started as aforo --local does",
+    )
+    parser.add_argument(
+        "--yes", "-y", action="store_true", help="with --local: install the engine without asking"
     )
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument(
@@ -109,6 +117,18 @@ def serve_run(args: argparse.Namespace) -> int:
         return 2
     for warning in cfg.warnings:
         _log(Warning(message=warning))
+    if args.local:
+        if args.upstream is not NOT_GIVEN:
+            fail(ConfigError("--local and --upstream each name the server: pass one of them"))
+            return 2
+        from aforo.engine.local import attach_local_engine
+
+        try:  # released at exit, as for aforo --local: stopped unless another aforo still uses it
+            engine = attach_local_engine(cfg.context_window, None, assume_yes=args.yes)
+        except AforoError as exc:
+            fail(exc)
+            return 1
+        cfg = replace(cfg, base_url=engine.url)
     try:
         built = build(cfg, compact=args.compact, key=args.key, log=_log)
     except (ConfigError, StoreError) as exc:
