@@ -295,8 +295,8 @@ def test_a_new_column_is_written_once_the_table_and_the_field_list_have_it(
 ) -> None:
     # One check against the columns: record names none of them (it took each as a parameter and
     # listed it again in its row).
-    monkeypatch.setattr(telemetry, "RECORD_FIELDS", (*telemetry.RECORD_FIELDS, "client"))
+    monkeypatch.setattr(telemetry, "RECORD_FIELDS", (*telemetry.RECORD_FIELDS, "region"))
     with Telemetry(tmp_path / "t.db") as t:
-        t._db.execute("ALTER TABLE events ADD COLUMN client TEXT")
-        t.record("admission", session="s", client="gateway")
-        assert t._db.execute("SELECT client FROM events").fetchall() == [("gateway",)]
+        t._db.execute("ALTER TABLE events ADD COLUMN region TEXT")
+        t.record("admission", session="s", region="north")
+        assert t._db.execute("SELECT region FROM events").fetchall() == [("north",)]
