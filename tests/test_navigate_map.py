@@ -96,10 +96,20 @@ def test_question_terms_skip_the_words_every_question_has() -> None:
     assert question_terms("where is the group decorator defined?") == ("group",)
     assert question_terms("Which module imports hashlib?") == ("hashlib",)
     assert question_terms("Read all ten files: which is the longest?") == ()
+
     assert question_terms("what does `raise_for_status` return in HttpClient?")[:2] == (
         "raise_for_status",
         "HttpClient",
     )
+
+
+def test_question_terms_leave_the_paths_it_names_to_the_model() -> None:
+    # Searched for, its parts put a Grep before the Read the question asks for; the model repeated it.
+    assert question_terms("Read wordfreq/counter.py and explain it.") == ()
+    assert question_terms("What does @pkg/globals.py do?") == ()
+    assert question_terms("Read mod00.py, mod01.py and tell me which is the longest") == ()
+    assert question_terms("Read app/handlers.py: what does handler_3 return?") == ("handler_3",)
+    assert question_terms("What does `os.path` do?") == ("os", "path")
 
 
 def _map(navigator: Navigator, ws: Path, tools_chars: int) -> str:

@@ -4,6 +4,11 @@
 hashlib?` about `hashlib`. Code-looking words (`raise_for_status`, `HttpClient`, `a.b`, anything in
 backticks) come first: they name one thing. The rest are kept when they are not common English nor the
 vocabulary of questions about code (`function`, `defined`, `file`), which would match everywhere.
+
+A path the question names (`wordfreq/counter.py`, `mod00.py`, `@src/app.py`) is no name to search for:
+the model reads that file, or the user attached it. Searching its parts instead put a Grep for
+`wordfreq|counter` before "Read wordfreq/counter.py and explain it.", and the 0.5B model then asked for
+that Grep again and answered without reading the file.
 """
 
 from __future__ import annotations
@@ -13,6 +18,10 @@ import re
 MAX_TERMS = 6
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _QUOTED = re.compile(r"`([^`]+)`")
+# A word with a slash in it, or ending in a file's extension: a path, not a name.
+_PATH = re.compile(
+    r"@?[\w./-]*(/[\w.-]+|\.(py|pyi|js|jsx|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|rb|md|rst|txt|toml|json|ya?ml|cfg|ini|sh))\b"
+)
 
 _COMMON = """a about above after all also an and any are as at be been before being below between both but by
     can could did do does doing done each else every few find for from get gets given give go got had has
@@ -33,6 +42,7 @@ COMMON = frozenset(_COMMON.split())
 
 def question_terms(question: str) -> tuple[str, ...]:
     """At most MAX_TERMS names from `question`, the most specific first, each once."""
+    question = _PATH.sub(" ", question)
     quoted = [w for q in _QUOTED.findall(question) for w in _WORD.findall(q)]
     words = _WORD.findall(question)
     code = [w for w in words if _looks_like_code(w)]
