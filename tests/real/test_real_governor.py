@@ -44,16 +44,18 @@ def test_window_from_the_server_and_exact_counts_every_turn(
 def test_a_stage_fires_in_a_4096_window_and_the_run_ends_end_turn(
     real_base_url: str, real_model: str, tmp_path: Path
 ) -> None:
-    body = "".join(f"def handler_{n}(request):\n    return {{'status': {200 + n % 5}}}\n" for n in range(400))
+    # Plain text: a long Python file is shown as its outline and the definition asked for (within the cap,
+    # nothing for a stage to do), and a code-like name in the question would be found by the pre-search.
+    body = "".join(f"route {n} answers with status {200 + n % 5}\n" for n in range(800))
     # A fixed workspace name: the system prompt names it, and a greedy model's answer follows the prompt.
     workspace = tmp_path / "shop"
     (workspace / "app").mkdir(parents=True)
-    (workspace / "app" / "handlers.py").write_text(body)
+    (workspace / "app" / "routes.txt").write_text(body)
     # A short answer budget and few turns keep a 2-core run bounded: the 0.5B model is slow and verbose.
     run = run_cli(
         "-w", str(workspace), "--base-url", real_base_url, "-m", real_model, "--context-window", "4096",
-        "--max-tokens", "256", "--max-turns", "4", "--temperature", "0", "--json",
-        "Read app/handlers.py and tell me what handler_3 returns.", timeout=600,
+        "--max-tokens", "256", "--max-turns", "4", "--no-search", "--json",
+        "Read app/routes.txt and tell me the status of route 3.", timeout=600,
     )  # fmt: skip
     events = run.events()
     capped = [e for e in events if e["type"] == "tool_end" and e["truncated"]]
