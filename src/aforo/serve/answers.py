@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from aforo import safejson
 from aforo.errors import LimitExceeded
 from aforo.messages import MessageEnd, StopReason, Usage
 from aforo.serve.inbound import Api
+from aforo.wire.bounded import server_json
+from aforo.wire.usage import UsageReader
 
 _STOPS: dict[str, StopReason] = {
     "stop": "end_turn",
@@ -32,17 +33,13 @@ OPENAI_OVERFLOW = "This model's maximum context length is exceeded"
 
 def _doc(text: str) -> Any:
     try:
-        return safejson.loads(text, "the server's answer")
+        return server_json(text, "the server's answer")  # a count past int64 stays digits: refused
     except (ValueError, LimitExceeded):
         return None
 
 
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-
-
 def _openai_end(docs: list[Any]) -> MessageEnd:
-    usage, stop, model = Usage(), "end_turn", ""
+    usage, stop, model, read = Usage(), "end_turn", "", UsageReader()
     for doc in docs:
         if not isinstance(doc, dict):
             continue
@@ -55,24 +52,31 @@ def _openai_end(docs: list[Any]) -> MessageEnd:
         raw = doc.get("usage")
         if isinstance(raw, dict):
             details = raw.get("prompt_tokens_details")
-            cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else 0
-            prompt = _int(raw.get("prompt_tokens"))
-            usage = Usage(max(0, prompt - cached), cached, 0, _int(raw.get("completion_tokens")))
-    return MessageEnd(usage, stop, model=model)  # type: ignore[arg-type]
+            cached = read.count(details.get("cached_tokens")) if isinstance(details, dict) else 0
+            prompt = read.count(raw.get("prompt_tokens"))
+            usage = Usage(max(0, prompt - cached), cached, 0, read.count(raw.get("completion_tokens")))
+    return _end(usage, stop, model, read)
 
 
 def _ollama_end(docs: list[Any]) -> MessageEnd:
-    usage, stop, model = Usage(), "end_turn", ""
+    usage, stop, model, read = Usage(), "end_turn", "", UsageReader()
     for doc in docs:
         if not isinstance(doc, dict):
             continue
         if isinstance(doc.get("model"), str):
             model = doc["model"]
         if doc.get("done") is True:
-            usage = Usage(_int(doc.get("prompt_eval_count")), 0, 0, _int(doc.get("eval_count")))
+            usage = Usage(read.count(doc.get("prompt_eval_count")), 0, 0, read.count(doc.get("eval_count")))
             reason = doc.get("done_reason")
             stop = "max_tokens" if reason == "length" else "end_turn"
-    return MessageEnd(usage, stop, model=model)  # type: ignore[arg-type]
+    return _end(usage, stop, model, read)
+
+
+def _end(usage: Usage, stop: str, model: str, read: UsageReader) -> MessageEnd:
+    """A report with a count no server can mean is refused whole, as the providers refuse it
+    (wire.usage): the governor then says so once instead of judging the answer by it."""
+    kept = Usage() if read.refused else usage
+    return MessageEnd(kept, stop, model=model, usage_refused=read.refused)  # type: ignore[arg-type]
 
 
 def stream_docs(api: Api, lines: list[str]) -> list[Any]:
