@@ -145,7 +145,9 @@ QUESTIONS = (
         "click",
         "piped",
         "summarize",
-        r"\bcontexts?\b",
+        # The module, not the package: the current context and its stack (an answer about parameters and
+        # shell completion read the package instead, and named "context" in passing).
+        r"(current|push|pop|stack)\W+(\w+\W+){0,3}contexts?\b|\bcontexts?\W+(\w+\W+){0,4}(stack|push|pop)",
         piped="globals.py",
         source="globals.py: get_current_context, push_context, pop_context, resolve_color_default",
     ),

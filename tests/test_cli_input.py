@@ -59,10 +59,26 @@ def test_piped_input_is_framed_as_what_the_question_is_about(tmp_path: Path) -> 
     assert run.code == 0, run.err
     assert model.sent()[0] == {
         "role": "user",
-        "content": "The user piped this text; the question is about it. Answer from it; use a tool only if "
-        "the text is not enough.\n<piped>\n\ndef g(x):\n    return x * 2\n\n</piped>\n\n"
-        "The question: explain this",
+        "content": "The user piped this text; the question is about it. Answer from it.\n<piped>\n\n"
+        "def g(x):\n    return x * 2\n\n</piped>\n\nThe question: explain this",
     }
+
+
+def test_a_question_about_piped_text_alone_is_answered_without_tools(tmp_path: Path) -> None:
+    # `cat globals.py | aforo summarize`: told it may use a tool, the 1.5B model read three files first.
+    run, model = ask(tmp_path, "summarize", stdin="def g(x):\n    return x * 2\n")
+    assert run.code == 0, run.err
+    (body,) = model.bodies  # one call, and the answer
+    assert body.get("tool_choice") == "none" or not body.get("tools"), body
+
+
+def test_a_question_about_the_workspace_may_use_tools_beside_piped_text(tmp_path: Path) -> None:
+    for question in ("where is this used?", "is this in src/app.py?", "which file defines g?"):
+        run, model = ask(tmp_path / question.split()[0], question, stdin="def g(x):\n    return x * 2\n")
+        assert run.code == 0, run.err
+        first = model.bodies[0]
+        assert first.get("tools") and first.get("tool_choice") != "none", (question, first.get("tool_choice"))
+        assert "use a tool only if the text is not enough" in model.sent()[0]["content"]
 
 
 def test_indentation_of_piped_input_is_kept(tmp_path: Path) -> None:

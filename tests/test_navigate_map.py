@@ -18,7 +18,7 @@ from aforo.navigate.guide import Navigator
 from aforo.navigate.index import build_index, cache_path
 from aforo.navigate.repomap import MAP_PART
 from aforo.navigate.symbols import Definition, symbols
-from aforo.navigate.terms import question_terms
+from aforo.navigate.terms import compound_terms, question_paths, question_terms
 from aforo.reply_format import definition_chars
 from aforo.tools import syntax as module
 from aforo.tools.registry import default_registry
@@ -110,6 +110,20 @@ def test_question_terms_leave_the_paths_it_names_to_the_model() -> None:
     assert question_terms("Read mod00.py, mod01.py and tell me which is the longest") == ()
     assert question_terms("Read app/handlers.py: what does handler_3 return?") == ("handler_3",)
     assert question_terms("What does `os.path` do?") == ("os", "path")
+    assert question_paths("Read mod00.py, @app/handlers.py and mod00.py.") == ("mod00.py", "app/handlers.py")
+
+
+def test_words_in_a_row_spell_the_identifiers_they_may_name() -> None:
+    # itsdangerous: "the default key derivation of Signer" is `default_key_derivation`.
+    assert compound_terms("What is the default key derivation of Signer?") == (
+        "default_key_derivation",
+        "default_key",
+        "key_derivation",
+    )
+    # The grammar and the verbs of a question break a run; a path is no word of it.
+    assert compound_terms("Where is the group decorator defined?") == ("group_decorator",)
+    assert compound_terms("Which file is longer, signer.py or timed.py?") == ()
+    assert compound_terms("Read the ten files and tell me which is the longest") == ()
 
 
 def _map(navigator: Navigator, ws: Path, tools_chars: int) -> str:

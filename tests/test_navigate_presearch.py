@@ -50,9 +50,9 @@ def test_the_definition_at_line_263_is_in_the_first_request(tmp_path: Path) -> N
     result = agent.run("where is the group decorator defined?")
     assert result.reason == "end_turn"
     (found,) = first_results(provider.requests[0])
-    assert "aforo searched the workspace for `group`" in found.content
+    assert "aforo looked in the workspace for `group`" in found.content
     assert "pkg/decorators.py:263 defines group\n263\tdef group(name=None, **attrs):" in found.content
-    assert "pkg/core.py:1 mentions group" in found.content
+    assert "pkg/core.py:1 imports group" in found.content
     # Shown to the user as a call, like an attached file.
     (start,) = rec.of("tool_start")
     assert start.name == "Grep" and start.input == {"pattern": r"\b(group)\b"}  # type: ignore[attr-defined]
@@ -70,7 +70,7 @@ def test_the_module_that_imports_a_name_is_found_by_its_mention(tmp_path: Path) 
     agent.guide = Navigator(ws, 4096).guide
     agent.run("Which module imports hashlib?")
     (found,) = first_results(provider.requests[0])
-    assert "pkg/digest.py:3 mentions hashlib\n2\t\n3\timport hashlib\n4\t" in found.content
+    assert "pkg/digest.py:3 imports hashlib\n2\t\n3\timport hashlib\n4\t" in found.content
 
 
 def test_the_search_stays_within_its_share_of_the_window(tmp_path: Path) -> None:
@@ -151,7 +151,12 @@ def test_an_assignment_ranks_before_prose_that_names_it(tmp_path: Path) -> None:
     (tmp_path / "z_config.py").write_text('"""Config."""\n\n\nclass Config:\n    size: int = 40\n')
     text = Navigator(tmp_path, 4096).guide("what is the default value of size?", (), set()).messages[1]
     content = text.tool_results[0].content
-    order = [content.index(f"{p} mentions size") for p in ("z_config.py:5", "b_uses.py:2", "a_notes.py:1")]
+    labels = (
+        "z_config.py:5 in Config assigns size",
+        "b_uses.py:2 in f uses size",
+        "a_notes.py:1 mentions size",
+    )
+    order = [content.index(label) for label in labels]
     assert order == sorted(order), content  # by path alone, the comment would come first
 
 
@@ -181,3 +186,81 @@ def test_a_name_in_lower_case_finds_its_class(tmp_path: Path) -> None:
     content = guided.messages[1].tool_results[0].content
     assert "gov.py:1 defines Governor\n1\tclass Governor:" in content
     assert "gov.py:2 defines Governor.admit" not in content  # its lines are shown already
+
+
+def signer_module() -> str:
+    """itsdangerous's shape: a method defined, called from two others (one with a signature over
+    several lines), a class attribute the prose of a question names in words, a top-level call after;
+    docstrings long enough that a definition's lines shown do not reach the next one."""
+    lines = ["class Signer:", '    """Signs.', *["    Signs more."] * 8, '    """', ""]
+    lines += ['    default_key_derivation: str = "django-concat"', ""]
+    lines += ["    def derive_key(self, secret_key=None):", '        """Derives.', *["        More."] * 8]
+    lines += ['        """', "        return b'k'", ""]
+    lines += [
+        "    def get_signature(self, value):",
+        "        key = self.derive_key()",
+        "        return key",
+        "",
+    ]
+    lines += ["    def verify_signature(", "        self,", "        value,", "    ) -> bool:"]
+    lines += [
+        "        # one key after the other",
+        "        key = self.derive_key(value)",
+        "        return bool(key)",
+    ]
+    lines += ["", "", "KEY = Signer().derive_key()"]
+    return "\n".join(lines) + "\n"
+
+
+def presearch_of(root: Path, question: str, window: int = 8192) -> tuple[str, dict[str, object], str]:
+    guided = Navigator(root, window).guide(question, (), set())
+    (use,) = guided.messages[0].tool_uses
+    return use.name, use.input, guided.messages[1].tool_results[0].content
+
+
+def test_a_call_is_labelled_with_the_definition_it_is_in(tmp_path: Path) -> None:
+    (tmp_path / "signer.py").write_text(signer_module())
+    (tmp_path / "notes.py").write_text("derive_key = None  # an assignment, which ranks first otherwise\n")
+    _, _, content = presearch_of(tmp_path, "What calls derive_key?")
+    assert "signer.py:15 defines Signer.derive_key" in content
+    assert "signer.py:29 in Signer.get_signature calls derive_key" in content
+    # The signature's closing line is at the definition's indentation: still inside it.
+    assert "signer.py:37 in Signer.verify_signature calls derive_key" in content
+    # After the class, at the top level: inside nothing.
+    assert "signer.py:41 calls derive_key" in content
+    # Asked for callers, the calls come before the assignment of the same name.
+    assert content.index("calls derive_key") < content.index("notes.py:1 assigns derive_key"), content
+
+
+def test_words_in_a_row_find_the_identifier_they_spell(tmp_path: Path) -> None:
+    (tmp_path / "signer.py").write_text(signer_module())
+    tool, found, content = presearch_of(tmp_path, "What is the default key derivation of Signer?")
+    assert tool == "Grep" and "default_key_derivation" in str(found["pattern"])
+    assert (
+        "signer.py:13 in Signer assigns default_key_derivation\n12\t\n"
+        '13\t    default_key_derivation: str = "django-concat"' in content
+    )
+
+
+def test_the_files_a_question_names_come_with_their_line_counts_longest_first(tmp_path: Path) -> None:
+    pkg = tmp_path / "src" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "signer.py").write_text("x = 1\n" * 266)
+    (pkg / "timed.py").write_text("y = 2\n" * 228)
+    tool, found, content = presearch_of(tmp_path, "Which file is longer, timed.py or signer.py?")
+    # Nothing else to search for: the counts alone, as the Glob that finds the files.
+    assert (tool, found) == ("Glob", {"pattern": "{src/pkg/signer.py,src/pkg/timed.py}"})
+    assert content.endswith("longest first: src/pkg/signer.py 266 lines; src/pkg/timed.py 228 lines.")
+
+
+def test_one_named_file_alone_is_no_search(tmp_path: Path) -> None:
+    (tmp_path / "counter.py").write_text("n = 1\n")
+    assert Navigator(tmp_path, 8192).guide("Read counter.py and explain it.", (), set()).messages == ()
+
+
+def test_prose_that_says_use_is_no_import(tmp_path: Path) -> None:
+    (tmp_path / "CHANGES.rst").write_text("To use a different zlib, pass it.\n")
+    (tmp_path / "url_safe.py").write_text("import typing\nimport zlib\n")
+    _, _, content = presearch_of(tmp_path, "Which module imports zlib?")
+    assert "url_safe.py:2 imports zlib" in content and "CHANGES.rst:1 uses zlib" in content
+    assert content.index("url_safe.py:2") < content.index("CHANGES.rst:1")

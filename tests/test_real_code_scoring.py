@@ -57,6 +57,19 @@ WRONG = {
     "dotenv-encoding": "The default encoding is latin-1.",
 }
 
+# What the 1.5B model answered for `cat globals.py | aforo summarize` after reading three other files.
+PACKAGE_FOR_MODULE = (
+    "The code defines a set of classes and functions related to command-line argument parsing and completion "
+    "in a Python application. It includes classes for different types of parameters, such as string, choice, "
+    "and date, as well as classes for shell completion. The code also includes functions for resolving "
+    "context and handling exceptions."
+)
+
+
+def test_a_summary_of_the_package_is_no_summary_of_the_piped_module() -> None:
+    assert not is_right(BY_ID["click-globals"], PACKAGE_FOR_MODULE, "end_turn")
+
+
 # What the issue saw the 0.5B model answer, and the constrained format copied as content.
 PLACEHOLDERS = ("...", "", '{"answer": "..."}', "file_path")
 
@@ -83,4 +96,4 @@ def test_the_model_flag_takes_a_size_or_a_name() -> None:
     assert pick_model("0.5b") is QWEN_CODER_05B
     assert pick_model("1.5B") is QWEN_CODER_15B
     assert pick_model("qwen2.5-coder-1.5b-instruct") is QWEN_CODER_15B
-    assert pick_model(None) is QWEN_CODER_05B
+    assert pick_model(None) is QWEN_CODER_15B  # the engine's default

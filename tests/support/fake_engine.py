@@ -30,7 +30,7 @@ import zipfile
 from pathlib import Path
 
 from aforo.engine.home import EngineHome, cpu_key, write_json
-from aforo.engine.pins import LLAMA_SERVER, QWEN_CODER_05B, ModelPin
+from aforo.engine.pins import LLAMA_SERVER, MODELS, QWEN_CODER_05B, ModelPin
 
 TESTS = Path(__file__).resolve().parents[1]
 FAKE_ANSWER = "The fake engine answers without reading anything."
@@ -234,5 +234,5 @@ def seed_installed(root: Path, llama_server: Path) -> EngineHome:
     binary.chmod(0o755)
     stamp = {"engine": LLAMA_SERVER.requirement, "cmake_args": LLAMA_SERVER.cmake_args, "cpu_key": cpu_key()}
     write_json(engine / "stamp.json", {**stamp, "binary": "venv/bin/llama-server"})
-    seed_model(home, QWEN_CODER_05B)
+    seed_model(home, MODELS[0])
     return home

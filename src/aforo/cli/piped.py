@@ -5,6 +5,12 @@ and tells the model to use a tool only when the text is not enough (unframed, th
 the workspace and never answered). Only the typed question is the user's words: it alone is scanned for
 `@path` mentions (piped code holds `@t.overload`) and repeated after tool results.
 
+The first answer comes from the text alone (no tool is offered) unless the typed question asks about
+the workspace: it names a path, or words like `where`, `which file`, `used`, `workspace`. Told to use a
+tool only when the text was not enough, the 1.5B model still read three files of click for
+`cat globals.py | aforo summarize` (116 s, and an answer about the whole package); `llm` answers such
+a question in seconds, and so must aforo.
+
 Piped text the window cannot hold is cut in the middle the way a tool result is (`cap_text`: head and
 tail kept, the cut marked), so that the first request stays below the compaction threshold: a
 conversation of one message has nothing to compact. The user is told which lines were cut.
@@ -12,17 +18,27 @@ conversation of one message has nothing to compact. The user is told which lines
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from aforo.context.stages import cap_text
 from aforo.loop.agent import Agent
 from aforo.messages import Message
+from aforo.navigate.terms import question_paths
 
 # Blank lines around the text keep it a block of its own: a `.env` piped in is still recognised by its
 # shape and redacted on disk (aforo.store.env_files.block_spans ends a block at a blank line only).
 FRAME = (
-    "The user piped this text; the question is about it. Answer from it; use a tool only if the text is "
-    "not enough.\n<piped>\n\n{text}\n\n</piped>\n\nThe question: {question}"
+    "The user piped this text; the question is about it. {how}\n<piped>\n\n{text}\n\n</piped>\n\n"
+    "The question: {question}"
+)
+FROM_TEXT = "Answer from it."
+MAY_EXPLORE = "Answer from it; use a tool only if the text is not enough."
+# A typed question with one of these words asks about the workspace, not only the piped text.
+_WORKSPACE = re.compile(
+    r"\b(where|which|workspace|repo|repository|project|codebase|files?|modules?|used|uses|calls?|called|"
+    r"callers?|defined|imports?|imported)\b",
+    re.IGNORECASE,
 )
 PIPED_ADVICE = "They are not in this conversation: answer from the lines shown, and say that part was cut."
 # Below the compaction threshold by this share, for what the count of a first request cannot know yet.
@@ -38,6 +54,13 @@ class Prompt:
     piped: str | None = None
 
     @property
+    def from_text(self) -> bool:
+        """The first answer comes from the piped text alone: the typed words ask nothing of the workspace."""
+        if not (self.piped and self.typed):
+            return False
+        return not (question_paths(self.typed) or _WORKSPACE.search(self.typed))
+
+    @property
     def question(self) -> str:
         """What is repeated after tool results and scanned for mentions: the typed words, or the piped
         text when nothing was typed (then it is the question itself)."""
@@ -50,7 +73,8 @@ class Prompt:
             return self.typed
         if not self.typed:
             return body
-        return FRAME.format(text=body, question=self.typed)
+        how = FROM_TEXT if self.from_text else MAY_EXPLORE
+        return FRAME.format(how=how, text=body, question=self.typed)
 
 
 @dataclass(frozen=True)

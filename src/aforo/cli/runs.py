@@ -73,4 +73,6 @@ def ask(agent: Agent, keeper: SessionKeeper, log: RunLog, prompt: Prompt) -> Run
     keeper.begin(fitted.text)
     log.begin()
     # Piped text alone is the question: repeated after results in the form that fits.
-    return agent.run(fitted.text, attached=attached.messages, question=prompt.typed or fitted.text)
+    question = prompt.typed or fitted.text
+    answer_first = prompt.from_text and not attached.messages
+    return agent.run(fitted.text, attached=attached.messages, question=question, answer_first=answer_first)

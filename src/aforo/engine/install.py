@@ -36,7 +36,7 @@ from aforo.engine.home import (
     read_json,
     write_json,
 )
-from aforo.engine.pins import LLAMA_SERVER, QWEN_CODER_05B, EnginePin, ModelPin
+from aforo.engine.pins import LLAMA_SERVER, MODELS, EnginePin, ModelPin
 from aforo.engine.progress import Progress
 
 # What a failed pip run prints when the network or the index is the problem, not the platform.
@@ -98,7 +98,7 @@ class Installer:
         progress: Progress,
         *,
         engine: EnginePin = LLAMA_SERVER,
-        model: ModelPin = QWEN_CODER_05B,
+        model: ModelPin = MODELS[0],
         python: str = sys.executable,
     ) -> None:
         self.home = home

@@ -86,15 +86,18 @@ class Agent:
         cancel: threading.Event | None = None,
         attached: Sequence[Message] = (),
         question: str | None = None,
+        answer_first: bool = False,
     ) -> RunResult:
         """Answer `prompt`. `attached`: messages that follow it before the first call (the Read calls
         and results of files the user attached), so they are tool results like any other. `question`:
         what a constrained step repeats after the newest results (default: the prompt); piped text the
-        prompt frames is not repeated, only the question typed about it."""
+        prompt frames is not repeated, only the question typed about it. `answer_first`: the first call
+        allows only the answer (a question about piped text that asks nothing of the workspace)."""
         cancel = cancel or threading.Event()
         deadline = self.clock() + self.time_budget
         asked = prompt if question is None else question
         run = RunState(question=asked, compacted=compacted(self.messages), deadline=deadline)
+        run.answer_only = answer_first
         self.system = open_run(
             self.governor.conversation,
             self.system,

@@ -31,7 +31,6 @@ FIXED_SHARE = 0.09
 MAP_MAX_TOKENS = 2048
 SEARCH_SHARE = 0.08
 SEARCH_MAX_TOKENS = 1536
-SEARCH_TOOL = "Grep"
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ class Navigator:
         n = len(taken_ids) + 1
         while f"call_{n}" in taken_ids:
             n += 1
-        use = ToolUse(f"call_{n}", SEARCH_TOOL, {"pattern": found.pattern})
+        use = ToolUse(f"call_{n}", found.tool, found.input)
         result = ToolResult(use.id, found.text)
         elapsed = (time.monotonic() - started) * 1000
         text = found.text

@@ -7,6 +7,12 @@ index and its mentions from ripgrep (whole words, fixed strings); definitions ra
 of the rarer names. The best few regions, a few numbered lines each, fit in `max_chars` and are handed
 to the model as the result of a Grep call, saying how they were found: the governor clears it like any
 other tool result, `/undo` brings it back, and the model can still call tools for more.
+
+What the harness knows exactly is said, not left to the model to work out: each mention is labelled
+with what the line does (`calls`, `assigns`, `imports`) and the definition it is in (`in
+Signer.get_signature`), which answers "what calls derive_key?" (both models named the lines, 182, 218
+and 237, and not the functions); the files the question names come with their line counts, longest
+first (the 1.5B model read both outlines, each headed with its count, and named the shorter file).
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from pathlib import Path
 from aforo.errors import ToolError
 from aforo.limits import MAP_FILE_BYTES
 from aforo.navigate.index import SymbolIndex
-from aforo.navigate.terms import question_terms
+from aforo.navigate.symbols import Definition
+from aforo.navigate.terms import compound_terms, question_paths, question_terms
 from aforo.protocols import ToolContext
 from aforo.tools.deadline import Interrupted
 from aforo.tools.names import show
@@ -31,6 +38,9 @@ MENTION_AROUND = 1  # lines shown before and after a mention
 MENTIONS_PER_TERM = 60  # rg records read per name: enough to rank, never a whole repository's worth
 MENTIONS_PER_FILE = 12
 MENTION_LINE_CHARS = 200
+NAMED_FILES = 12  # files of the question counted: "the ten files mod00.py … mod09.py" and a margin
+# A question about callers ranks the lines that call the name before its assignments and imports.
+_ASKS_CALLERS = re.compile(r"\b(calls?|called|callers?|invoke[sd]?|uses?)\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -39,21 +49,24 @@ class Region:
     line: int  # the line that matched, 1-based
     start: int
     end: int
-    why: str  # "defines group", "mentions hashlib"
+    why: str  # "defines group", "calls derive_key"
+    mention: bool = False  # labelled with the definition it is in
 
 
 @dataclass(frozen=True)
 class Found:
     terms: tuple[str, ...]
     text: str  # the block the model gets
-    pattern: str  # the Grep pattern that stands for the search
+    tool: str  # the call that stands for the search: Grep of the names found, else Glob of the files
+    input: dict[str, str]
 
 
 def search(
     workspace: Path, index: SymbolIndex, question: str, max_chars: int, ctx: ToolContext
 ) -> Found | None:
     """The best regions for `question` within `max_chars`, or None when it names nothing found."""
-    terms = question_terms(question)
+    terms = (*compound_terms(question), *question_terms(question))
+    callers = _ASKS_CALLERS.search(question) is not None
     regions: list[Region] = []
     found: list[str] = []
     mentions: list[tuple[int, int, int, Region]] = []
@@ -66,24 +79,48 @@ def search(
         files = len({path for path, _, _ in hits})
         for path, line, said in hits:
             if not any(r.path == path and r.line == line for r in regions):
-                why = f"mentions {term}"
-                region = Region(path, line, max(1, line - MENTION_AROUND), line + MENTION_AROUND, why)
-                mentions.append((-_weight(said, term), files, rank, region))
+                weight, verb = _kind(said, term, callers)
+                start, end = max(1, line - MENTION_AROUND), line + MENTION_AROUND
+                mentions.append(
+                    (-weight, files, rank, Region(path, line, start, end, f"{verb} {term}", True))
+                )
     # Assignments and imports first (a default value, who imports it), prose last; then a name mentioned
     # in few files, which says more about where to look than one mentioned everywhere.
     regions += [m[-1] for m in sorted(mentions, key=lambda m: (*m[:3], m[3].path, m[3].line))]
-    if not regions:
+    named = _named_files(workspace, index, question_paths(question))
+    if not regions and len(named) < 2:
         return None
-    names = ", ".join(f"`{t}`" for t in found)
+    counts = "; ".join(named)
+    if not found:
+        text = (
+            f"Before asking you, aforo counted the lines of the files the question names, longest first: "
+            f"{counts}."
+        )
+        return Found((), text, "Glob", {"pattern": "{" + ",".join(n.rsplit(" ", 2)[0] for n in named) + "}"})
     heading = (
-        f"aforo searched the workspace for {names} before asking you (definitions from its symbol index, "
-        "mentions from ripgrep); the best matches, `path:line` then the numbered lines:"
+        f"Before asking you, aforo looked in the workspace for {', '.join(f'`{t}`' for t in found)} "
+        "(definitions from its symbol index, uses from ripgrep); the best matches, `path:line` then the "
+        "numbered lines:"
     )
-    text = _render(workspace, heading, regions, max_chars)
+    if named:
+        heading = f"The files the question names, longest first: {counts}.\n{heading}"
+    text = _render(workspace, index, heading, regions, max_chars)
     if text is None:
         return None
     pattern = r"\b(" + "|".join(re.escape(t) for t in found) + r")\b"
-    return Found(tuple(found), text, pattern)
+    return Found(tuple(found), text, "Grep", {"pattern": pattern})
+
+
+def _named_files(workspace: Path, index: SymbolIndex, names: Sequence[str]) -> list[str]:
+    """`path N lines` for each indexed file the question names (by its path, or its name when that is
+    unique), longest first."""
+    counted: dict[str, int] = {}
+    for name in names[:NAMED_FILES]:
+        matches = [p for p in index.files if p == name or p.endswith("/" + name)]
+        if len(matches) == 1 and index.files[matches[0]].size <= MAP_FILE_BYTES.value:
+            counted[matches[0]] = len(_lines(workspace, matches[0]))
+    ranked = sorted(counted.items(), key=lambda item: -item[1])
+    return [f"{show(path)} {lines} {'line' if lines == 1 else 'lines'}" for path, lines in ranked]
 
 
 def _definitions(index: SymbolIndex, term: str) -> list[Region]:
@@ -103,18 +140,28 @@ def _definitions(index: SymbolIndex, term: str) -> list[Region]:
 
 
 _PROSE = ("#", "//", "*", ":param", "..")
+# An import statement of Python, JavaScript, Go, Rust, Java or C: `from x import y`, `import x`,
+# `const x = require(`, `use x::y;`, `#include <x>`.
+_IMPORT = re.compile(r"(from\s+\S+\s+)?import\b|.*\brequire\s*\(|use\s+[\w:]+|#\s*include\b")
 
 
-def _weight(text: str, term: str) -> int:
-    """2: the line assigns the name (`term = `, `self.term: int = `), 1: it declares it (`term: int`)
-    or imports it, 0: code that uses it, -1: a comment or docstring line that only speaks of it."""
+def _kind(text: str, term: str, callers: bool) -> tuple[int, str]:
+    """What a line that names `term` does with it, and its rank: 2 assigns it (`term = `,
+    `self.term: int = `), 1 declares (`term: int`) or imports it, 0 code that calls or uses it, -1 a
+    comment or docstring line that only speaks of it; a call ranks 3 when the question asks for callers."""
     name = re.escape(term)
     if re.search(rf"\b{name}\s*(:[^=]*)?=(?!=)", text):
-        return 2
-    if re.match(rf"\s*{name}\s*:", text) or re.search(r"\b(import|require|use|include)\b", text):
-        return 1
+        return 2, "assigns"
+    if re.match(rf"\s*{name}\s*:", text):
+        return 1, "declares"
     stripped = text.strip()
-    return -1 if stripped.startswith(_PROSE) or "``" in stripped or "`" in stripped else 0
+    if _IMPORT.match(stripped):
+        return 1, "imports"
+    if stripped.startswith(_PROSE) or "``" in stripped or "`" in stripped:
+        return -1, "mentions"
+    if re.search(rf"\b{name}\s*\(", text):
+        return (3 if callers else 0), "calls"
+    return 0, "uses"
 
 
 def _mentions(workspace: Path, term: str, ctx: ToolContext) -> list[tuple[str, int, str]]:
@@ -137,7 +184,9 @@ def _mentions(workspace: Path, term: str, ctx: ToolContext) -> list[tuple[str, i
     return hits
 
 
-def _render(workspace: Path, heading: str, regions: Sequence[Region], max_chars: int) -> str | None:
+def _render(
+    workspace: Path, index: SymbolIndex, heading: str, regions: Sequence[Region], max_chars: int
+) -> str | None:
     parts = [heading]
     used = len(heading)
     lines_of: dict[str, list[str]] = {}
@@ -154,7 +203,15 @@ def _render(workspace: Path, heading: str, regions: Sequence[Region], max_chars:
         if not span:
             continue
         body = "\n".join(f"{n}\t{lines[n - 1][:MENTION_LINE_CHARS]}" for n in span)
-        block = f"{show(region.path)}:{region.line} {region.why}\n{body}"
+        inside = _enclosing(index, region.path, lines, region.line) if region.mention else None
+        where = (
+            f" in {inside.parent}.{inside.name}"
+            if inside and inside.parent
+            else f" in {inside.name}"
+            if inside
+            else ""
+        )
+        block = f"{show(region.path)}:{region.line}{where} {region.why}\n{body}"
         if used + len(block) + 2 > max_chars - _TAIL_ROOM:
             left += 1
             continue
@@ -169,6 +226,33 @@ def _render(workspace: Path, heading: str, regions: Sequence[Region], max_chars:
 
 
 _TAIL_ROOM = 64  # the line that counts what was left out
+
+
+def _enclosing(index: SymbolIndex, path: str, lines: list[str], line: int) -> Definition | None:
+    """The innermost definition whose body holds `line`, told by indentation: every line from the
+    definition to `line` is blank, a comment, the close of its signature, or indented deeper than it."""
+    entry = index.files.get(path)
+    if entry is None or not 0 < line <= len(lines):
+        return None
+    before = sorted((d for d in entry.symbols.definitions if d.line < line), key=lambda d: -d.line)
+    for d in before:
+        indent = _indent(lines[d.line - 1])
+        if all(_inside(text, indent) for text in lines[d.line : line]):
+            return d
+    return None
+
+
+def _qualified(d: Definition) -> str:
+    return f"{d.parent}.{d.name}" if d.parent else d.name
+
+
+def _indent(text: str) -> int:
+    return len(text) - len(text.lstrip())
+
+
+def _inside(text: str, indent: int) -> bool:
+    stripped = text.strip()
+    return not stripped or stripped.startswith(("#", ")", "]", "}")) or _indent(text) > indent
 
 
 def _lines(workspace: Path, path: str) -> list[str]:

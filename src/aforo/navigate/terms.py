@@ -8,7 +8,11 @@ vocabulary of questions about code (`function`, `defined`, `file`), which would 
 A path the question names (`wordfreq/counter.py`, `mod00.py`, `@src/app.py`) is no name to search for:
 the model reads that file, or the user attached it. Searching its parts instead put a Grep for
 `wordfreq|counter` before "Read wordfreq/counter.py and explain it.", and the 0.5B model then asked for
-that Grep again and answered without reading the file.
+that Grep again and answered without reading the file. `question_paths` gives them apart.
+
+Words in a row may name one identifier in prose: "the default key derivation of Signer" asks about
+`default_key_derivation` (itsdangerous), which no single word finds. `compound_terms` joins them with
+underscores; only what the workspace holds is kept (by the pre-search).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 import re
 
 MAX_TERMS = 6
+MAX_COMPOUNDS = 3
+COMPOUND_WORDS = 3  # the longest run of words joined into one name
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _QUOTED = re.compile(r"`([^`]+)`")
 # A word with a slash in it, or ending in a file's extension: a path, not a name.
@@ -34,10 +40,16 @@ _COMMON = """a about above after all also an and any are as at be been before be
     answer argument arguments call called calls calling class classes code codebase count decorator
     decorators default define defined defines definition declared describe does explain file files
     folder function functions implement implemented implementation import imported imports line lines
-    longest largest method methods module modules name named names number package parameter parameters
+    longer longest larger largest bigger biggest shorter smaller method methods module modules name named
+    names number package parameter parameters
     project read repository return returned returns shortest signature source take takes type value
     values variable variables work works workspace written"""
 COMMON = frozenset(_COMMON.split())
+# The words a run of prose words naming one identifier stops at: the grammar of the question and its
+# verbs. The nouns of code (`default`, `key`, `value`, `type`) stay: identifiers are made of them.
+_VERBS = """call called calls calling define defined defines declared describe explain implement implemented
+    import imported imports read return returned returns take takes work works written"""
+_BREAKS = frozenset(_COMMON.split("answer argument", 1)[0].split()) | frozenset(_VERBS.split())
 
 
 def question_terms(question: str) -> tuple[str, ...]:
@@ -52,6 +64,30 @@ def question_terms(question: str) -> tuple[str, ...]:
         if word.lower() not in COMMON or word in quoted:
             seen.setdefault(word, None)
     return tuple(seen)[:MAX_TERMS]
+
+
+def question_paths(question: str) -> tuple[str, ...]:
+    """The paths the question names (`@` and trailing dots dropped), each once, in order."""
+    found = (m.group(0).lstrip("@").rstrip(".") for m in _PATH.finditer(question))
+    return tuple(dict.fromkeys(p for p in found if p))
+
+
+def compound_terms(question: str) -> tuple[str, ...]:
+    """Identifiers that runs of plain words may spell (`default key derivation` ->
+    `default_key_derivation`, `key_derivation`, `default_key`), the longest first, at most
+    MAX_COMPOUNDS."""
+    runs: list[list[str]] = [[]]
+    for word in _WORD.findall(_PATH.sub(" . ", question)):
+        if word.isalpha() and word.lower() not in _BREAKS:
+            runs[-1].append(word.lower())
+        elif runs[-1]:
+            runs.append([])
+    found: dict[str, int] = {}
+    for run in runs:
+        for size in range(min(len(run), COMPOUND_WORDS), 1, -1):
+            for start in range(len(run) - size + 1):
+                found.setdefault("_".join(run[start : start + size]), size)
+    return tuple(sorted(found, key=lambda name: -found[name]))[:MAX_COMPOUNDS]
 
 
 def _looks_like_code(word: str) -> bool:
