@@ -104,11 +104,11 @@ def search(
     )
     if named:
         heading = f"The files the question names, longest first: {counts}.\n{heading}"
-    text = _render(workspace, index, heading, regions, max_chars)
-    if text is None:
+    shown = _render(workspace, index, heading, regions, max_chars)
+    if shown is None:
         return None
     pattern = r"\b(" + "|".join(re.escape(t) for t in found) + r")\b"
-    return Found(tuple(found), text, "Grep", {"pattern": pattern})
+    return Found(tuple(found), shown, "Grep", {"pattern": pattern})
 
 
 def _named_files(workspace: Path, index: SymbolIndex, names: Sequence[str]) -> list[str]:
