@@ -25,7 +25,7 @@ QUESTION = "Read wordfreq/counter.py and explain it."
 
 
 def local_run(workspace: Path) -> tuple[float, int, list[dict[str, Any]], str]:
-    args = [AFORO, "--local", "--yes", "-w", str(workspace), "--temperature", "0", "--json", QUESTION]
+    args = [AFORO, "--local", "--yes", "-w", str(workspace), "--json", QUESTION]
     started = time.monotonic()
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]

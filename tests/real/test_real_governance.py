@@ -52,7 +52,7 @@ def test_automatic_clearing_leaves_a_checkpoint_and_a_record(
     # never cleared: it could only ask for it again).
     (workspace / ".aforo.toml").write_text("[policy]\nkeep_tool_results = 0\nclear_at = 0.3\n")
     flags = ("-w", str(workspace), "--base-url", real_base_url, "-m", real_model, "--max-tokens", "256")
-    flags += ("--max-turns", "4", "--temperature", "0", "--json")
+    flags += ("--max-turns", "4", "--json")
     first = run_cli(*flags, "Read app/handlers.py and explain it.", timeout=600)
     assert first.run_end()["reason"] == "end_turn", first.out[-3000:]
     run = run_cli(
@@ -76,7 +76,7 @@ def test_compact_carry_on_and_undo_in_the_repl(
     real_base_url: str, real_model: str, demo_workspace: Path, aforo_home: Path
 ) -> None:
     env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb"}
-    args = ["-w", str(demo_workspace), "--base-url", real_base_url, "-m", real_model, "--temperature", "0"]
+    args = ["-w", str(demo_workspace), "--base-url", real_base_url, "-m", real_model]
     child = pexpect.spawn(
         AFORO, args, env=env, encoding="utf-8", timeout=MODEL_TIMEOUT_S, dimensions=(50, 160)
     )

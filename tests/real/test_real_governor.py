@@ -25,7 +25,7 @@ def test_window_from_the_server_and_exact_counts_every_turn(
     real_base_url: str, real_model: str, demo_workspace: Path
 ) -> None:
     run = run_cli(
-        "-w", str(demo_workspace), "--base-url", real_base_url, "-m", real_model, "--temperature", "0",
+        "-w", str(demo_workspace), "--base-url", real_base_url, "-m", real_model,
         "--max-turns", "6", "--json", "Read wordfreq/counter.py and explain it.", timeout=600,
     )  # fmt: skip
     events = run.events()

@@ -67,7 +67,7 @@ def ten_files(
     prompt cache, through a recording proxy (`proxy`: how it plays another server). What aforo did, what
     the server evaluated, the result."""
     ws = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "modules"
-    args = ["-w", str(ws), "-m", "m", "--temperature", "0", "--server", "openai"]
+    args = ["-w", str(ws), "-m", "m", "--server", "openai"]
     args += ["--tool-mode", "constrained", "--json"]
     with RecordingProxy(server_url, **proxy) as recording, tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "AFORO_HOME": tmp, "XDG_CONFIG_HOME": tmp}
