@@ -19,6 +19,7 @@ from starlette.routing import Route
 
 from aforo.events import Event, Info
 from aforo.store.telemetry import Telemetry
+from dialects.openai_app import Reply, Script, make_openai_app
 from dialects.servers_apps import chat_tokens, llamacpp_app, ollama_app
 from serve.gateway_support import gateway
 
@@ -201,3 +202,14 @@ def test_a_client_that_gives_up_on_a_held_answer_leaves_an_abandoned_row() -> No
         assert len(served(events)) == 1
     (row,) = run_rows()
     assert row["cause"] == f"serve abandoned; asked for {LLAMA}"  # the old code said `serve failed`
+
+
+def test_a_client_that_gives_up_before_the_servers_headers_leaves_an_abandoned_row() -> None:
+    script = Script(Reply(text="late", delay=2.0))
+    body = {"model": "test-model", "messages": QUESTION}
+    with gateway(make_openai_app(script, models={"test-model": None}), window=4096) as (url, events):
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{url}/v1/chat/completions", json=body, timeout=0.5)
+        assert len(served(events)) == 1
+    (row,) = run_rows()
+    assert row["cause"] == "serve abandoned; asked for test-model"  # the old code said `serve failed`
