@@ -94,6 +94,13 @@ def stream_docs(api: Api, lines: list[str]) -> list[Any]:
     return docs
 
 
+def finished(api: Api, lines: list[str]) -> bool:
+    """Whether a streamed answer's lines hold its last one: OpenAI's `[DONE]`, Ollama's `done` line."""
+    if api == "openai":
+        return any(line.startswith("data:") and line[5:].strip() == "[DONE]" for line in lines)
+    return any(isinstance(doc, dict) and doc.get("done") is True for doc in stream_docs(api, lines))
+
+
 def end_of(api: Api, docs: list[Any]) -> MessageEnd:
     """What the answer says it read and wrote, from its documents (one, or a stream's)."""
     return _openai_end(docs) if api == "openai" else _ollama_end(docs)

@@ -39,7 +39,15 @@ from aforo.limits import (
     answer_bytes,
 )
 from aforo.providers.ollama import supports_truncate_flag
-from aforo.serve.answers import encode, end_of, error_body, overflow_body, stream_docs, whole_docs
+from aforo.serve.answers import (
+    encode,
+    end_of,
+    error_body,
+    finished,
+    overflow_body,
+    stream_docs,
+    whole_docs,
+)
 from aforo.serve.bridge import ToOpenAI, to_ollama
 from aforo.serve.gateway import Gateway, Refused, Ticket, Verdict
 from aforo.serve.inbound import Api, BadRequest, Inbound, read_inbound, with_messages
@@ -148,7 +156,7 @@ def make_app(
         try:
             return await _send(request, ticket)
         except _Disconnected:
-            gateway.finish(ticket, "failed", None)
+            gateway.finish(ticket, "abandoned", None)
             return Response(status_code=499)  # nobody reads it: the client is gone
         except BaseException:
             gateway.finish(ticket, "failed", None)
@@ -218,28 +226,43 @@ def make_app(
         return Response(text, resp.status_code, headers=headers, media_type=resp.headers.get("content-type"))
 
     async def _live(ticket: Ticket, way: Way, resp: httpx.Response, limit: int) -> AsyncIterator[bytes]:
-        """A loud server's stream, passed on as it arrives; judged at its end, for the record."""
-        lines: list[str] = []
-        verdict: Verdict = "failed"
-        end = None
+        """A loud server's stream, passed on as it arrives; judged at its end, for the record. A client
+        that hangs up once it has the last line had its whole answer: judged all the same."""
+        passed: list[str] = []  # upstream's lines, each once what the client gets of it was sent
+        ended = gone = False
         try:
             try:
                 async for line in _lines(resp, limit, way.url):
-                    lines.append(line)
                     for out in way.shown([line]):
                         yield (out + "\n").encode()
+                    passed.append(line)
+                ended = True
+            except (GeneratorExit, anyio.get_cancelled_exc_class()):
+                gone = True  # cancelled while upstream's next line was awaited, or closed at a yield
+                raise
             except (ServerLimitExceeded, httpx.TransportError) as exc:
                 # Too late for a status: the stream ends with an error in its own shape, which the
                 # client's stream reader raises (OpenAI's SDK and Ollama's clients both do).
                 error = encode(error_body(ticket.inbound.api, str(exc) or type(exc).__name__, "server_error"))
                 yield (b"data: " + error + b"\n\n") if ticket.inbound.api == "openai" else error + b"\n"
-                return
-            end = end_of(way.api, stream_docs(way.api, lines))
-            seen = await run_in_threadpool(gateway.observe, ticket, end)
-            verdict = "truncated" if seen.truncated else "admitted"
         finally:
+            # Shielded: the row of a stream whose client hung up is written all the same.
             with anyio.CancelScope(shield=True):
                 await resp.aclose()
+                whole = ended or (gone and finished(way.api, passed))
+                await _record(ticket, way, passed, whole=whole, gone=gone)
+
+    async def _record(ticket: Ticket, way: Way, lines: list[str], *, whole: bool, gone: bool) -> None:
+        """A live stream's row: its answer's verdict when the stream ended (or the client hung up with
+        the last line in hand), else why it did not end."""
+        verdict: Verdict = "abandoned" if gone and not whole else "failed"
+        end = None
+        try:
+            if whole:
+                end = end_of(way.api, stream_docs(way.api, lines))
+                seen = await run_in_threadpool(gateway.observe, ticket, end)
+                verdict = "truncated" if seen.truncated else "admitted"
+        finally:
             gateway.finish(ticket, verdict, end)
 
     routes = [Route(path, chat(api), methods=["POST"]) for path, api in CHATS]

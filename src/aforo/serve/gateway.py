@@ -35,8 +35,9 @@ from aforo.stream import collect
 # clean: the answer was checked and the server read the whole prompt; refused: it cannot fit, nothing
 # was sent; truncated: the server answered without part of the prompt, the answer was withheld;
 # overflow: the server itself refused it as too long; unchecked: the server reported no usage to judge
-# by; failed: the server failed otherwise, or the client went away.
-Verdict = Literal["admitted", "clean", "unchecked", "refused", "truncated", "overflow", "failed"]
+# by; failed: the server failed otherwise; abandoned: the client hung up before its answer was whole
+# (the row's only: nobody reads its headers).
+Verdict = Literal["admitted", "clean", "unchecked", "refused", "truncated", "overflow", "failed", "abandoned"]
 
 
 class Refused(Exception):
