@@ -111,6 +111,11 @@ def test_question_terms_leave_the_paths_it_names_to_the_model() -> None:
     assert question_terms("Read app/handlers.py: what does handler_3 return?") == ("handler_3",)
     assert question_terms("What does `os.path` do?") == ("os", "path")
     assert question_paths("Read mod00.py, @app/handlers.py and mod00.py.") == ("mod00.py", "app/handlers.py")
+    # A numbered range names every file in it (bench/real_tasks.py's ten-file task asks it so).
+    ten = question_paths("Read all ten files mod00.py … mod09.py, then tell me which file is the longest")
+    assert ten == tuple(f"mod{n:02d}.py" for n in range(10))
+    assert question_paths("t1.py to t3.py, and a.py") == ("t1.py", "t2.py", "t3.py", "a.py")
+    assert question_paths("mod09.py ... mod00.py") == ("mod09.py", "mod00.py")  # no range: as written
 
 
 def test_words_in_a_row_spell_the_identifiers_they_may_name() -> None:

@@ -3,6 +3,7 @@ Grep call and its result the user sees, the governor clears and /undo brings bac
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Collection
 from pathlib import Path
 
@@ -264,3 +265,18 @@ def test_prose_that_says_use_is_no_import(tmp_path: Path) -> None:
     _, _, content = presearch_of(tmp_path, "Which module imports zlib?")
     assert "url_safe.py:2 imports zlib" in content and "CHANGES.rst:1 uses zlib" in content
     assert content.index("url_safe.py:2") < content.index("CHANGES.rst:1")
+
+
+def test_ten_files_named_as_a_range_are_all_counted_before_the_first_call(tmp_path: Path) -> None:
+    # The ten-file task (bench/real_tasks.py) in a 4 096 window: every file's count is in the first
+    # request, whatever of their bodies fits.
+    modules = tmp_path / "modules"
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "tasks" / "modules", modules)
+    lines = {p.name: len(p.read_text().splitlines()) for p in modules.glob("mod*.py")}
+    longest = max(lines, key=lambda name: lines[name])
+    question = "Read all ten files mod00.py … mod09.py, then tell me which file is the longest"
+    tool, _, content = presearch_of(modules, question, window=4096)
+    assert tool == "Glob" and len(lines) == 10
+    assert content.endswith(".") and content.count(" lines;") == 9, content
+    first = content.split("longest first: ")[1].split(";")[0]
+    assert first == f"{longest} {lines[longest]} lines"

@@ -24,6 +24,11 @@ MAX_COMPOUNDS = 3
 COMPOUND_WORDS = 3  # the longest run of words joined into one name
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _QUOTED = re.compile(r"`([^`]+)`")
+# "mod00.py … mod09.py", "test1.py to test5.py": the first and the last of numbered files.
+_RANGE = re.compile(
+    r"@?(?P<stem>[\w./-]*?)(?P<first>\d+)(?P<ext>\.\w+)\s*(…|\.\.\.|-|to|through)\s*@?(?P=stem)(?P<last>\d+)(?P=ext)\b"
+)
+MAX_RANGE = 20
 # A word with a slash in it, or ending in a file's extension: a path, not a name.
 _PATH = re.compile(
     r"@?[\w./-]*(/[\w.-]+|\.(py|pyi|js|jsx|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|rb|md|rst|txt|toml|json|ya?ml|cfg|ini|sh))\b"
@@ -67,9 +72,25 @@ def question_terms(question: str) -> tuple[str, ...]:
 
 
 def question_paths(question: str) -> tuple[str, ...]:
-    """The paths the question names (`@` and trailing dots dropped), each once, in order."""
-    found = (m.group(0).lstrip("@").rstrip(".") for m in _PATH.finditer(question))
-    return tuple(dict.fromkeys(p for p in found if p))
+    """The paths the question names (`@` and trailing dots dropped), each once, in order; a numbered
+    range (`mod00.py … mod09.py`) stands for every file in it, up to MAX_RANGE."""
+    found: list[str] = []
+    end = 0
+    for m in _RANGE.finditer(question):
+        found += _paths(question[end : m.start()])
+        first, last = int(m["first"]), int(m["last"])
+        if first < last and last - first < MAX_RANGE:
+            width = len(m["first"])
+            found += [f"{m['stem']}{n:0{width}d}{m['ext']}" for n in range(first, last + 1)]
+        else:  # no range of files: its two ends, as written
+            found += _paths(m.group(0))
+        end = m.end()
+    return tuple(dict.fromkeys([*found, *_paths(question[end:])]))
+
+
+def _paths(text: str) -> list[str]:
+    found = (m.group(0).lstrip("@").rstrip(".") for m in _PATH.finditer(text))
+    return [p for p in found if p]
 
 
 def compound_terms(question: str) -> tuple[str, ...]:
