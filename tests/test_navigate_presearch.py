@@ -229,6 +229,11 @@ def test_a_call_is_labelled_with_the_definition_it_is_in(tmp_path: Path) -> None
     assert "signer.py:37 in Signer.verify_signature calls derive_key" in content
     # After the class, at the top level: inside nothing.
     assert "signer.py:41 calls derive_key" in content
+    # Said first, in one line: the definitions the calls are in (both models named only the lines).
+    assert content.startswith(
+        "`derive_key` is called in: Signer.get_signature (signer.py:29); Signer.verify_signature "
+        "(signer.py:37); the top level (signer.py:41).\n"
+    ), content
     # Asked for callers, the calls come before the assignment of the same name.
     assert content.index("calls derive_key") < content.index("notes.py:1 assigns derive_key"), content
 
@@ -280,3 +285,12 @@ def test_ten_files_named_as_a_range_are_all_counted_before_the_first_call(tmp_pa
     assert content.endswith(".") and content.count(" lines;") == 9, content
     first = content.split("longest first: ")[1].split(";")[0]
     assert first == f"{longest} {lines[longest]} lines"
+
+
+def test_an_overload_the_regions_skip_is_no_call(tmp_path: Path) -> None:
+    source = ["import typing as t", "", "@t.overload", "def ctx(x: int) -> int: ...", "@t.overload"]
+    source += ["def ctx(x: str) -> str: ...", "@t.overload", "def ctx(x: bytes) -> bytes: ...", "def ctx(x):"]
+    source += ["    return x", "", "", "def user():", "    return ctx(1)"]
+    (tmp_path / "g.py").write_text("\n".join(source) + "\n")
+    _, _, content = presearch_of(tmp_path, "What calls ctx?")
+    assert content.startswith("`ctx` is called in: user (g.py:14).\n"), content

@@ -207,7 +207,7 @@ def test_a_long_python_file_shows_its_outline_and_the_definition_the_question_na
     assert f"{line}\tdef group(name=None):" in out and '"GROUP-BODY"' in out
     assert "2\tdef helper_000(x):" not in out  # helpers are listed by their def line, not read
     assert "4\tdef helper_000(x):" in out
-    assert f"big.py: {len(source.splitlines())} lines, too long to show whole" in out
+    assert f"big.py: {len(source.splitlines())} lines, more than one Read shows" in out
     assert "Read big.py:N-M" in out and "more definitions not shown" in out
     assert len(out) <= 3000
 
@@ -222,7 +222,7 @@ def test_a_long_python_file_without_question_names_is_its_outline(ws: Path) -> N
 def test_a_long_file_read_with_a_range_is_not_outlined(ws: Path) -> None:
     (ws / "big.py").write_text(long_module(60))
     out = read(ws, "big.py:1-3", max_chars=3000, question="group")
-    assert out.splitlines()[0] == '1\t"""A long module."""' and "too long to show whole" not in out
+    assert out.splitlines()[0] == '1\t"""A long module."""' and "more than one Read shows" not in out
 
 
 def test_reads_give_their_facts(ws: Path) -> None:
@@ -235,7 +235,7 @@ def test_reads_give_their_facts(ws: Path) -> None:
 def test_a_long_python_file_that_defines_nothing_is_shown_from_its_head(ws: Path) -> None:
     (ws / "data.py").write_text("".join(f"x_{n} = {n}\n" for n in range(500)))
     out = read(ws, "data.py", max_chars=1000, question="what is x_1?")
-    assert out.startswith("1\tx_0 = 0\n") and "too long to show whole" not in out
+    assert out.startswith("1\tx_0 = 0\n") and "more than one Read shows" not in out
 
 
 def test_a_constrained_step_batches_find_like_read(ws: Path) -> None:
@@ -269,8 +269,8 @@ def test_a_python_file_not_much_longer_than_the_cap_is_shown_from_its_head(ws: P
     (ws / "big.py").write_text(source)
     cap = int(len(source) / read_tool.OUTLINE_PAST) + 10
     head = read(ws, "big.py", max_chars=cap)
-    assert '1\t"""A long module."""' in head and "too long to show whole" not in head
-    assert "too long to show whole" in read(ws, "big.py", max_chars=cap - 20)
+    assert '1\t"""A long module."""' in head and "more than one Read shows" not in head
+    assert "more than one Read shows" in read(ws, "big.py", max_chars=cap - 20)
 
 
 def test_a_file_named_without_its_directory_is_read_when_only_one_file_has_that_name(ws: Path) -> None:
@@ -321,7 +321,7 @@ def test_a_long_file_mentioned_with_at_shows_what_the_prompt_names(ws: Path) -> 
     cap = Cap(500)  # about 2 000 characters: the file is ten times that
     attached = attach("what does group in @big.py return?", default_registry(ws), cap, (), lambda event: None)
     result = attached.messages[-1].tool_results[0].content
-    assert "too long to show whole" in result and '"GROUP-BODY"' in result
+    assert "more than one Read shows" in result and '"GROUP-BODY"' in result
 
 
 def test_a_long_text_file_shows_its_head_and_the_lines_the_question_names(ws: Path) -> None:
@@ -329,7 +329,7 @@ def test_a_long_text_file_shows_its_head_and_the_lines_the_question_names(ws: Pa
     body[450] = "const retryDelay = 250; // RETRY-LINE"
     (ws / "client.js").write_text("\n".join(body) + "\n")
     out = read(ws, "client.js", max_chars=1500, question="What is the default retryDelay?")
-    assert out.startswith("(client.js: 600 lines, too long to show whole. Its first lines")
+    assert out.startswith("(client.js: 600 lines, more than one Read shows. Its first lines")
     assert "1\tconst filler0 = 0;" in out and "451\tconst retryDelay = 250; // RETRY-LINE" in out
     assert "(lines 448-454: retryDelay is used)" in out and len(out) <= 1500
     # No word only code has: the head, as before.

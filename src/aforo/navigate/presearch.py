@@ -38,6 +38,7 @@ MENTION_AROUND = 1  # lines shown before and after a mention
 MENTIONS_PER_TERM = 60  # rg records read per name: enough to rank, never a whole repository's worth
 MENTIONS_PER_FILE = 12
 MENTION_LINE_CHARS = 200
+CALLERS_SHOWN = 12
 NAMED_FILES = 12  # files of the question counted: "the ten files mod00.py … mod09.py" and a margin
 # A question about callers ranks the lines that call the name before its assignments and imports.
 _ASKS_CALLERS = re.compile(r"\b(calls?|called|callers?|invoke[sd]?|uses?)\b", re.IGNORECASE)
@@ -77,8 +78,10 @@ def search(
         if defined or hits:
             found.append(term)
         files = len({path for path, _, _ in hits})
+        # Every line that defines it (an overload the regions skip too) is no use of it.
+        defining = {(path, d.line) for path, d in index.definitions.get(term, ())}
         for path, line, said in hits:
-            if not any(r.path == path and r.line == line for r in regions):
+            if (path, line) not in defining and not any(r.path == path and r.line == line for r in regions):
                 weight, verb = _kind(said, term, callers)
                 start, end = max(1, line - MENTION_AROUND), line + MENTION_AROUND
                 mentions.append(
@@ -102,6 +105,8 @@ def search(
         "(definitions from its symbol index, uses from ripgrep); the best matches, `path:line` then the "
         "numbered lines:"
     )
+    if callers:
+        heading = "\n".join([*_callers(workspace, index, regions), heading])
     if named:
         heading = f"The files the question names, longest first: {counts}.\n{heading}"
     shown = _render(workspace, index, heading, regions, max_chars)
@@ -109,6 +114,24 @@ def search(
         return None
     pattern = r"\b(" + "|".join(re.escape(t) for t in found) + r")\b"
     return Found(tuple(found), shown, "Grep", {"pattern": pattern})
+
+
+def _callers(workspace: Path, index: SymbolIndex, regions: Sequence[Region]) -> list[str]:
+    """For a question about callers, one line per name: the definitions its calls are in, each once."""
+    where: dict[str, dict[str, str]] = {}
+    for region in regions:
+        verb, _, term = region.why.partition(" ")
+        if verb != "calls":
+            continue
+        inside = _enclosing(index, region.path, _lines(workspace, region.path), region.line)
+        name = _qualified(inside) if inside else "the top level"
+        where.setdefault(term, {}).setdefault(f"{name}\0{region.path}", f"{show(region.path)}:{region.line}")
+    lines = []
+    for term, places in where.items():
+        shown = [f"{key.split(chr(0))[0]} ({at})" for key, at in list(places.items())[:CALLERS_SHOWN]]
+        more = f"; and {len(places) - CALLERS_SHOWN} more" if len(places) > CALLERS_SHOWN else ""
+        lines.append(f"`{term}` is called in: {'; '.join(shown)}{more}.")
+    return lines
 
 
 def _named_files(workspace: Path, index: SymbolIndex, names: Sequence[str]) -> list[str]:

@@ -7,6 +7,9 @@ under their class) and then the definitions whose names the run's question spell
 each, within the same budget; it says what it left out and how to read it (`Read path:N-M`). A Python
 file, that is: a file of another language is shown as its first lines, then the lines around the
 first uses of the question's code words.
+
+Its heading says "more than one Read shows", never "too long": asked which of two files is longer,
+the 1.5B model named the shorter after reading both outlines, each headed "too long to show whole".
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
     defines = summary(sites)  # as a whole file's Read says it, names bounded, counts exact
     facts = f"{shown_path}: {len(lines)} lines" + (f"; {defines}" if defines else "")
     head = (
-        f"({shown_path}: {len(lines)} lines, too long to show whole. Its definitions"
+        f"({shown_path}: {len(lines)} lines, more than one Read shows. Its definitions"
         f"{', then the ones your question names' if named else ''}; Read {shown_path}:N-M for lines N to M.)"
     )
     regions = [(s.start, min(s.end, s.start + REGION_LINES - 1), s.name) for s in named]
@@ -74,7 +77,7 @@ def text_view(shown_path: str, source: str, question: str, budget: int) -> tuple
     if not regions:
         return None
     head = (
-        f"({shown_path}: {len(lines)} lines, too long to show whole. Its first lines, then the lines your "
+        f"({shown_path}: {len(lines)} lines, more than one Read shows. Its first lines, then the lines your "
         f"question names; Read {shown_path}:N-M for lines N to M.)"
     )
     room = budget - len(head) - 1
