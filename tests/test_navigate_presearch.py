@@ -231,8 +231,8 @@ def test_a_call_is_labelled_with_the_definition_it_is_in(tmp_path: Path) -> None
     assert "signer.py:41 calls derive_key" in content
     # Said first, in one line: the definitions the calls are in (both models named only the lines).
     assert content.startswith(
-        "`derive_key` is called in: Signer.get_signature (signer.py:29); Signer.verify_signature "
-        "(signer.py:37); the top level (signer.py:41).\n"
+        "`derive_key` is called by Signer.get_signature, Signer.verify_signature and the top level "
+        "(at signer.py:29, signer.py:37, signer.py:41).\n"
     ), content
     # Asked for callers, the calls come before the assignment of the same name.
     assert content.index("calls derive_key") < content.index("notes.py:1 assigns derive_key"), content
@@ -256,7 +256,10 @@ def test_the_files_a_question_names_come_with_their_line_counts_longest_first(tm
     tool, found, content = presearch_of(tmp_path, "Which file is longer, timed.py or signer.py?")
     # Nothing else to search for: the counts alone, as the Glob that finds the files.
     assert (tool, found) == ("Glob", {"pattern": "{src/pkg/signer.py,src/pkg/timed.py}"})
-    assert content.endswith("longest first: src/pkg/signer.py 266 lines; src/pkg/timed.py 228 lines.")
+    assert content.endswith(
+        "the files the question names: src/pkg/signer.py is the longest (266 lines); then "
+        "src/pkg/timed.py (228 lines)."
+    )
 
 
 def test_one_named_file_alone_is_no_search(tmp_path: Path) -> None:
@@ -282,9 +285,8 @@ def test_ten_files_named_as_a_range_are_all_counted_before_the_first_call(tmp_pa
     question = "Read all ten files mod00.py … mod09.py, then tell me which file is the longest"
     tool, _, content = presearch_of(modules, question, window=4096)
     assert tool == "Glob" and len(lines) == 10
-    assert content.endswith(".") and content.count(" lines;") == 9, content
-    first = content.split("longest first: ")[1].split(";")[0]
-    assert first == f"{longest} {lines[longest]} lines"
+    assert content.endswith(".") and content.count(" lines)") == 10, content
+    assert f"{longest} is the longest ({lines[longest]} lines); then " in content
 
 
 def test_an_overload_the_regions_skip_is_no_call(tmp_path: Path) -> None:
@@ -293,4 +295,11 @@ def test_an_overload_the_regions_skip_is_no_call(tmp_path: Path) -> None:
     source += ["    return x", "", "", "def user():", "    return ctx(1)"]
     (tmp_path / "g.py").write_text("\n".join(source) + "\n")
     _, _, content = presearch_of(tmp_path, "What calls ctx?")
-    assert content.startswith("`ctx` is called in: user (g.py:14).\n"), content
+    assert content.startswith("`ctx` is called by user (at g.py:14).\n"), content
+
+
+def test_files_of_equal_length_are_listed_with_no_longest_named(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n" * 5)
+    (tmp_path / "b.py").write_text("y = 2\n" * 5)
+    _, _, content = presearch_of(tmp_path, "Which is longer, a.py or b.py?")
+    assert content.endswith("names: longest first, a.py (5 lines), b.py (5 lines)."), content

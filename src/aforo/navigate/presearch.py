@@ -11,8 +11,8 @@ other tool result, `/undo` brings it back, and the model can still call tools fo
 What the harness knows exactly is said, not left to the model to work out: each mention is labelled
 with what the line does (`calls`, `assigns`, `imports`) and the definition it is in (`in
 Signer.get_signature`), which answers "what calls derive_key?" (both models named the lines, 182, 218
-and 237, and not the functions); the files the question names come with their line counts, longest
-first (the 1.5B model read both outlines, each headed with its count, and named the shorter file).
+and 237, and not the functions); the files the question names come with their line counts, the longest
+named (the 1.5B model read both outlines, each headed with its count, and named the shorter file).
 """
 
 from __future__ import annotations
@@ -93,13 +93,10 @@ def search(
     named = _named_files(workspace, index, question_paths(question))
     if not regions and len(named) < 2:
         return None
-    counts = "; ".join(named)
+    lengths = _lengths(named) if named else ""
     if not found:
-        text = (
-            f"Before asking you, aforo counted the lines of the files the question names, longest first: "
-            f"{counts}."
-        )
-        return Found((), text, "Glob", {"pattern": "{" + ",".join(n.rsplit(" ", 2)[0] for n in named) + "}"})
+        text = f"Before asking you, aforo counted the lines of the files the question names: {lengths}."
+        return Found((), text, "Glob", {"pattern": "{" + ",".join(path for path, _ in named) + "}"})
     heading = (
         f"Before asking you, aforo looked in the workspace for {', '.join(f'`{t}`' for t in found)} "
         "(definitions from its symbol index, uses from ripgrep); the best matches, `path:line` then the "
@@ -108,7 +105,7 @@ def search(
     if callers:
         heading = "\n".join([*_callers(workspace, index, regions), heading])
     if named:
-        heading = f"The files the question names, longest first: {counts}.\n{heading}"
+        heading = f"The files the question names: {lengths}.\n{heading}"
     shown = _render(workspace, index, heading, regions, max_chars)
     if shown is None:
         return None
@@ -128,22 +125,34 @@ def _callers(workspace: Path, index: SymbolIndex, regions: Sequence[Region]) -> 
         where.setdefault(term, {}).setdefault(f"{name}\0{region.path}", f"{show(region.path)}:{region.line}")
     lines = []
     for term, places in where.items():
-        shown = [f"{key.split(chr(0))[0]} ({at})" for key, at in list(places.items())[:CALLERS_SHOWN]]
-        more = f"; and {len(places) - CALLERS_SHOWN} more" if len(places) > CALLERS_SHOWN else ""
-        lines.append(f"`{term}` is called in: {'; '.join(shown)}{more}.")
+        names = [key.split("\0")[0] for key in places][:CALLERS_SHOWN]
+        more = f" and {len(places) - CALLERS_SHOWN} more" if len(places) > CALLERS_SHOWN else ""
+        said = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
+        at = ", ".join(list(places.values())[:CALLERS_SHOWN])
+        lines.append(f"`{term}` is called by {said}{more} (at {at}).")
     return lines
 
 
-def _named_files(workspace: Path, index: SymbolIndex, names: Sequence[str]) -> list[str]:
-    """`path N lines` for each indexed file the question names (by its path, or its name when that is
+def _named_files(workspace: Path, index: SymbolIndex, names: Sequence[str]) -> list[tuple[str, int]]:
+    """(path, lines) of each indexed file the question names (by its path, or its name when that is
     unique), longest first."""
     counted: dict[str, int] = {}
     for name in names[:NAMED_FILES]:
         matches = [p for p in index.files if p == name or p.endswith("/" + name)]
         if len(matches) == 1 and index.files[matches[0]].size <= MAP_FILE_BYTES.value:
             counted[matches[0]] = len(_lines(workspace, matches[0]))
-    ranked = sorted(counted.items(), key=lambda item: -item[1])
-    return [f"{show(path)} {lines} {'line' if lines == 1 else 'lines'}" for path, lines in ranked]
+    return sorted(counted.items(), key=lambda item: -item[1])
+
+
+def _lengths(named: Sequence[tuple[str, int]]) -> str:
+    """The named files' lengths, saying which is the longest when one is: "a.py is the longest (266
+    lines); then b.py (228 lines)"."""
+    said = [f"{show(path)} ({lines} {'line' if lines == 1 else 'lines'})" for path, lines in named]
+    if len(named) == 1:
+        return said[0]
+    if named[0][1] == named[1][1]:
+        return f"longest first, {', '.join(said)}"
+    return f"{said[0].replace(' (', ' is the longest (', 1)}; then {', '.join(said[1:])}"
 
 
 def _definitions(index: SymbolIndex, term: str) -> list[Region]:
