@@ -54,6 +54,7 @@ from aforo.context.tokens import conversation_bytes  # noqa: E402
 from aforo.engine.errors import EngineUnavailable  # noqa: E402
 from aforo.engine.home import EngineHome  # noqa: E402
 from aforo.engine.install import Installed, Installer  # noqa: E402
+from aforo.engine.pins import QWEN_CODER_05B  # noqa: E402
 from aforo.engine.progress import Progress  # noqa: E402
 from aforo.engine.server import Server, launch, terminate  # noqa: E402
 from aforo.errors import TransformError  # noqa: E402
@@ -195,7 +196,8 @@ def run_canaries(lanes: tuple[str, ...], home: Path, fast_window: int = FAST_WIN
     """The canaries of `lanes`, each on its own fresh servers; the rows and `aforo stats` of the runs.
     Raises EngineUnavailable when this machine cannot build or run the engine."""
     engine = EngineHome.from_env()
-    installed = Installer(engine, Progress(sys.stderr, prefix="canary")).install()
+    # The 0.5B, named: the canaries were shaped and measured on it, and two servers of it fit 2 cores.
+    installed = Installer(engine, Progress(sys.stderr, prefix="canary"), model=QWEN_CODER_05B).install()
     rows: list[Row] = []
     with Telemetry(home / "telemetry.db") as telemetry:
         for lane in lanes:
