@@ -424,7 +424,7 @@ def run_pass(tasks: list[Task], base_url: str, model: str, no_counter: bool) -> 
         rows.append(run_task(task, base_url, model, no_counter))
         print(f"{task.name}: {rows[-1].seconds:.0f} s", file=sys.stderr, flush=True)
     server = "a server without a counter or a window (--server openai)" if no_counter else "llama-server"
-    print(f"\nreal-model tasks — {datetime.now(UTC):%Y-%m-%d}, {machine()}, Qwen2.5-Coder 0.5B on {server}")
+    print(f"\nreal-model tasks — {datetime.now(UTC):%Y-%m-%d}, {machine()}, {model} on {server}")
     print(table(rows))
     print(summary(rows), flush=True)
     return rows
