@@ -92,6 +92,9 @@ class Question:
     reject: str = ""  # a wrong answer matches it
     piped: str = ""  # a file of the package given on standard input
     source: str = ""  # where the answer is, checked by hand
+    # Written after the changes the first sixteen's wrong answers led to, and never used to make one: a
+    # check that those changes were not fitted to the sixteen.
+    held_out: bool = False
 
 
 def _others(right: str, modules: str) -> str:
@@ -245,7 +248,87 @@ QUESTIONS = (
         piped="main.py",
         source='main.py:327 encoding: Optional[str] = "utf-8"',
     ),
+    Question(
+        "click-push",
+        "click",
+        "calls",
+        "What calls push_context?",
+        r"__enter__",
+        source="core.py:455 Context.__enter__ (the only call)",
+        held_out=True,
+    ),
+    Question(
+        "click-secho-err",
+        "click",
+        "default",
+        "What is the default value of err in secho?",
+        r"\bFalse\b",
+        r"\bTrue\b",
+        source="termui.py:607 err: bool = False",
+        held_out=True,
+    ),
+    Question(
+        "its-hmac",
+        "itsdangerous",
+        "imports",
+        "Which module imports hmac?",
+        r"\bsigner(\.py)?\b",
+        _others("signer", ITS_MODULES),
+        source="signer.py:5 import hmac (the only one)",
+        held_out=True,
+    ),
+    Question(
+        "its-urlsafe",
+        "itsdangerous",
+        "where",
+        "Where is URLSafeSerializer defined?",
+        r"\burl_safe\.py\b",
+        _others("url_safe", ITS_MODULES),
+        source="url_safe.py:72 class URLSafeSerializer(",
+        held_out=True,
+    ),
+    Question(
+        "its-urlsafe-piped",
+        "itsdangerous",
+        "piped",
+        "What does this module add to a serializer?",
+        r"compress|zlib|url.?safe|base64",
+        piped="url_safe.py",
+        source="url_safe.py:16 zlib compression and URL-safe base64",
+        held_out=True,
+    ),
+    Question(
+        "dotenv-parse-stream",
+        "dotenv",
+        "where",
+        "Where is parse_stream defined?",
+        r"\bparser\.py\b",
+        _others("parser", DOTENV_MODULES),
+        source="parser.py:172 def parse_stream(",
+        held_out=True,
+    ),
+    Question(
+        "dotenv-get-key",
+        "dotenv",
+        "returns",
+        "What does get_key return?",
+        r"(?s)(?=.*\bNone\b)(?=.*\b(value|str|string)\b)",
+        source="main.py:121 -> Optional[str]: the key's value, None if it is not found or has none",
+        held_out=True,
+    ),
+    Question(
+        "dotenv-longer",
+        "dotenv",
+        "compare",
+        "Which file is longer, parser.py or main.py?",
+        r"\bmain\.py",
+        r"parser\.py\W+(is|has)\W+(the\W+)?(longer|more)",
+        source="main.py 392 lines, parser.py 175",
+        held_out=True,
+    ),
 )
+
+BY_ID = {q.id: q for q in QUESTIONS}
 
 
 @dataclass
@@ -408,6 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--only", action="append", metavar="ID", help="ask this question (default: all)")
     parser.add_argument("--kind", action="append", choices=KINDS, help="ask the questions of this kind")
+    parser.add_argument("--held-out", action="store_true", help="ask only the held-out questions")
     parser.add_argument(
         "--temperature", help="pass --temperature to aforo (default: none, as a user runs it)"
     )
@@ -425,7 +509,9 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [
         q
         for q in QUESTIONS
-        if (not args.only or q.id in args.only) and (not args.kind or q.kind in args.kind)
+        if (not args.only or q.id in args.only)
+        and (not args.kind or q.kind in args.kind)
+        and (q.held_out or not args.held_out)
     ]
     if not chosen:
         parser.error(f"no question chosen; the ids: {', '.join(q.id for q in QUESTIONS)}")
@@ -462,8 +548,10 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(by_question(outcomes))
     seconds = [o.seconds for o in outcomes]
+    held = [o for o in outcomes if BY_ID[o.id].held_out]
     print(
-        f"\nright answers: {sum(o.right for o in outcomes)} of {len(outcomes)}; seconds per answer: median "
+        f"\nright answers: {sum(o.right for o in outcomes)} of {len(outcomes)} (held out: "
+        f"{sum(o.right for o in held)} of {len(held)}); seconds per answer: median "
         f"{statistics.median(seconds):.0f}, total {sum(seconds):.0f}; llama-server peak memory: "
         f"{peak_mb(os.environ.get('AFORO_REAL_SERVER_PID'))}",
         flush=True,

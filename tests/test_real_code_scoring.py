@@ -36,6 +36,14 @@ RIGHT = {
     "dotenv-load-returns": "load_dotenv returns a bool: True if at least one environment variable was set.",
     "dotenv-shlex": "cli.py imports shlex.",
     "dotenv-encoding": 'The default encoding is "utf-8".',
+    "click-push": "push_context is called by Context.__enter__ (core.py:455).",
+    "click-secho-err": "err defaults to False.",
+    "its-hmac": "signer.py imports hmac.",
+    "its-urlsafe": "URLSafeSerializer is defined in url_safe.py, line 72.",
+    "its-urlsafe-piped": "It compresses the payload with zlib and encodes it as URL-safe base64.",
+    "dotenv-parse-stream": "parse_stream is defined in parser.py.",
+    "dotenv-get-key": "get_key returns the value of the key as a string, or None if it is not found.",
+    "dotenv-longer": "main.py is longer (392 lines against 175).",
 }
 
 WRONG = {
@@ -55,6 +63,14 @@ WRONG = {
     "dotenv-load-returns": "load_dotenv returns None.",
     "dotenv-shlex": "main.py imports shlex.",
     "dotenv-encoding": "The default encoding is latin-1.",
+    "click-push": "push_context is called in core.py at line 455.",
+    "click-secho-err": "The default value of err is True.",
+    "its-hmac": "serializer.py imports hmac.",
+    "its-urlsafe": "URLSafeSerializer is defined in serializer.py.",
+    "its-urlsafe-piped": "It adds a timestamp to the signature.",
+    "dotenv-parse-stream": "parse_stream is defined in main.py.",
+    "dotenv-get-key": "get_key returns a dict of the values.",
+    "dotenv-longer": "parser.py is longer than main.py.",
 }
 
 # What the 1.5B model answered for `cat globals.py | aforo summarize` after reading three other files.
@@ -74,9 +90,11 @@ def test_a_summary_of_the_package_is_no_summary_of_the_piped_module() -> None:
 PLACEHOLDERS = ("...", "", '{"answer": "..."}', "file_path")
 
 
-def test_the_suite_covers_every_kind_with_12_to_16_questions_over_its_packages() -> None:
-    assert 12 <= len(QUESTIONS) <= 16
-    assert {q.kind for q in QUESTIONS} == set(KINDS)
+def test_the_suite_covers_every_kind_with_16_questions_and_8_held_out_over_its_packages() -> None:
+    held = [q for q in QUESTIONS if q.held_out]
+    assert (len(QUESTIONS), len(held)) == (24, 8)
+    assert {q.kind for q in QUESTIONS if not q.held_out} == set(KINDS)
+    assert {q.kind for q in held} == set(KINDS) - {"overview"}  # the slowest kind, asked three times
     assert {q.package for q in QUESTIONS} == set(PACKAGES)
     assert len(BY_ID) == len(QUESTIONS) == len(RIGHT) == len(WRONG)
     assert all(q.source for q in QUESTIONS)  # each answer was checked by hand somewhere
