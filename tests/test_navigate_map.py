@@ -18,7 +18,7 @@ from aforo.navigate.guide import Navigator
 from aforo.navigate.index import build_index, cache_path
 from aforo.navigate.repomap import MAP_PART
 from aforo.navigate.symbols import Definition, symbols
-from aforo.navigate.terms import compound_terms, question_paths, question_terms
+from aforo.navigate.terms import compound_terms, parts, question_paths, question_terms, stem
 from aforo.reply_format import definition_chars
 from aforo.tools import syntax as module
 from aforo.tools.registry import default_registry
@@ -235,3 +235,14 @@ def test_a_listing_that_fails_keeps_what_was_known(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(index_module, "list_files", fail)
     after = build_index(ws, cache)
     assert after.files == before.files and cache.read_bytes() == saved
+
+
+def test_a_word_and_an_identifier_meet_at_their_stems() -> None:
+    assert {stem(w) for w in ("retry", "retries", "retried", "retrying")} == {"retry"}
+    assert (stem("requests"), stem("classes"), stem("class"), stem("status")) == (
+        "request",
+        "class",
+        "class",
+        "status",
+    )
+    assert parts("MAX_RETRIES") == ["max", "retries"] and parts("HTTPClient") == ["http", "client"]

@@ -303,3 +303,13 @@ def test_files_of_equal_length_are_listed_with_no_longest_named(tmp_path: Path) 
     (tmp_path / "b.py").write_text("y = 2\n" * 5)
     _, _, content = presearch_of(tmp_path, "Which is longer, a.py or b.py?")
     assert content.endswith("names: longest first, a.py (5 lines), b.py (5 lines)."), content
+
+
+def test_a_word_of_the_question_finds_the_constant_its_inflection_names(tmp_path: Path) -> None:
+    # "How many times does the client retry?": the retry loop says `range(MAX_RETRIES + 1)`, from which
+    # the 1.5B model answered 5; the answer is the constant's value.
+    body = ["import time", "", "", "MAX_RETRIES = 4", "", "", "def fetch(url):"]
+    body += ["    for attempt in range(MAX_RETRIES + 1):", "        time.sleep(attempt)"]
+    (tmp_path / "client.py").write_text("\n".join(body) + "\n")
+    _, _, content = presearch_of(tmp_path, "How many times does the client retry a failed request?")
+    assert "client.py:4 defines MAX_RETRIES\n4\tMAX_RETRIES = 4" in content, content

@@ -27,6 +27,7 @@ from typing import Any
 from aforo.errors import StoreError, ToolError
 from aforo.limits import MAP_FILE_BYTES, MAP_FILES, MAP_SECONDS, STATE_FILE_BYTES
 from aforo.navigate.symbols import Definition, FileSymbols, symbols
+from aforo.navigate.terms import parts, stem
 from aforo.protocols import ToolContext
 from aforo.store.atomic import atomic_write, encode_json
 from aforo.store.paths import state_dir
@@ -69,6 +70,15 @@ class SymbolIndex:
         where: dict[str, list[tuple[str, Definition]]] = {}
         for name, places in self.definitions.items():
             where.setdefault(name.lower(), []).extend(places)
+        return where
+
+    @cached_property
+    def stems(self) -> dict[str, list[str]]:
+        """The names defined, by the stem of each word they are made of: `retry` finds `MAX_RETRIES`."""
+        where: dict[str, list[str]] = {}
+        for name in sorted(self.definitions):
+            for stemmed in dict.fromkeys(stem(part) for part in parts(name)):
+                where.setdefault(stemmed, []).append(name)
         return where
 
 

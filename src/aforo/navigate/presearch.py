@@ -27,7 +27,7 @@ from aforo.errors import ToolError
 from aforo.limits import MAP_FILE_BYTES
 from aforo.navigate.index import SymbolIndex
 from aforo.navigate.symbols import Definition
-from aforo.navigate.terms import compound_terms, question_paths, question_terms
+from aforo.navigate.terms import compound_terms, looks_like_code, question_paths, question_terms, stem
 from aforo.protocols import ToolContext
 from aforo.tools.deadline import Interrupted
 from aforo.tools.names import show
@@ -39,6 +39,7 @@ MENTIONS_PER_TERM = 60  # rg records read per name: enough to rank, never a whol
 MENTIONS_PER_FILE = 12
 MENTION_LINE_CHARS = 200
 CALLERS_SHOWN = 12
+STEM_NAMES = 3  # names found by a word's stem, for one word of the question
 NAMED_FILES = 12  # files of the question counted: "the ten files mod00.py … mod09.py" and a margin
 # A question about callers ranks the lines that call the name before its assignments and imports.
 _ASKS_CALLERS = re.compile(r"\b(calls?|called|callers?|invoke[sd]?|uses?)\b", re.IGNORECASE)
@@ -158,9 +159,14 @@ def _lengths(named: Sequence[tuple[str, int]]) -> str:
 def _definitions(index: SymbolIndex, term: str) -> list[Region]:
     """Where `term` is defined, top-level definitions before methods; of several in a row in one place
     (typing overloads before the implementation), the first and the last. The name as written first,
-    else in any case ("the governor" asks about `Governor`)."""
+    else in any case ("the governor" asks about `Governor`), else the few names made of a word of the
+    same stem ("how many times does the client retry?" asks about `MAX_RETRIES = 4`)."""
     groups: dict[tuple[str, str, str], list[int]] = {}
-    for path, d in index.definitions.get(term) or index.folded.get(term.lower(), []):
+    places = index.definitions.get(term) or index.folded.get(term.lower(), [])
+    if not places and not looks_like_code(term):
+        names = index.stems.get(stem(term), [])[:STEM_NAMES]
+        places = [place for name in names for place in index.definitions[name]]
+    for path, d in places:
         if path in index.files:
             groups.setdefault((path, d.parent, d.name), []).append(d.line)
     regions = []

@@ -62,7 +62,7 @@ def question_terms(question: str) -> tuple[str, ...]:
     question = _PATH.sub(" ", question)
     quoted = [w for q in _QUOTED.findall(question) for w in _WORD.findall(q)]
     words = _WORD.findall(question)
-    code = [w for w in words if _looks_like_code(w)]
+    code = [w for w in words if looks_like_code(w)]
     plain = [w for w in words if len(w) >= 3 and w.lower() not in COMMON]
     seen: dict[str, None] = {}
     for word in (*quoted, *code, *plain):
@@ -111,6 +111,29 @@ def compound_terms(question: str) -> tuple[str, ...]:
     return tuple(sorted(found, key=lambda name: -found[name]))[:MAX_COMPOUNDS]
 
 
-def _looks_like_code(word: str) -> bool:
+def stem(word: str) -> str:
+    """The word without the endings of its inflections, so that the question's `retry` meets the code's
+    `MAX_RETRIES` (retries, retried, retrying -> retry; requests -> request)."""
+    w = word.lower()
+    for end, put, shortest in _ENDINGS:
+        if w.endswith(end) and len(w) - len(end) >= shortest:
+            return w[: len(w) - len(end)] + put
+    return w
+
+
+# (ending, what replaces it, the fewest letters left): the first that fits is taken.
+_ENDINGS: tuple[tuple[str, str, int], ...] = (
+    *(("ies", "y", 2), ("ied", "y", 2), ("sses", "ss", 1), ("ing", "", 4), ("ed", "", 4)),
+    *(("ss", "ss", 1), ("us", "us", 1), ("is", "is", 1), ("s", "", 3)),
+)
+_PARTS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+
+
+def parts(name: str) -> list[str]:
+    """The words an identifier is made of: `MAX_RETRIES` -> max, retries; `HTTPClient` -> http, client."""
+    return [p.lower() for p in _PARTS.findall(name)]
+
+
+def looks_like_code(word: str) -> bool:
     inner = word.strip("_")
     return "_" in inner or (any(c.isupper() for c in inner[1:]) and any(c.islower() for c in inner))
