@@ -44,11 +44,14 @@ def cancel_on_sigint(cancel: threading.Event) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def interruptible(source: Iterator[T], cancel: threading.Event) -> Iterator[T]:
+def interruptible(
+    source: Iterator[T], cancel: threading.Event, stop: threading.Event | None = None
+) -> Iterator[T]:
     """Iterate `source` in a daemon thread; stop at once when `cancel` is set, even while it blocks.
 
-    The source's own exceptions are raised here. After a cancel the worker closes the source (in its
-    own thread, as a generator requires) as soon as the source yields or fails.
+    The source's own exceptions are raised here. After a cancel, or `stop` (set by a consumer that has
+    read enough), the worker closes the source (in its own thread, as a generator requires) as soon as
+    the source yields or fails.
     """
     # An item travels as a 1-tuple, so None and exceptions can mean "the source ended" and "it failed".
     # queue.Queue, not SimpleQueue: a SimpleQueue.get(timeout) interrupted by our SIGINT handler kept
@@ -59,7 +62,7 @@ def interruptible(source: Iterator[T], cancel: threading.Event) -> Iterator[T]:
         try:
             for item in source:
                 items.put((item,))
-                if cancel.is_set():
+                if cancel.is_set() or (stop is not None and stop.is_set()):
                     break
         except BaseException as exc:  # handed to the consumer, which raises it in its own thread
             items.put(exc)

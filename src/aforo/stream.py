@@ -8,6 +8,10 @@ the answer, piece by piece) for the status line.
 
 A constrained request's answer is one JSON step (aforo.reply_format): it is decoded here, so what leaves is
 the same as from a server with native tool calls — the answer's text as it streams, and the calls.
+
+An answer that starts repeating itself word for word (aforo.repeats) is not read to the output limit:
+the stream is closed, which stops the server, and the answer ends after the first copy, `end_turn`,
+with a warning that says so. Its usage is unknown then (the server reports it last): none is claimed.
 """
 
 from __future__ import annotations
@@ -15,14 +19,15 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 
 from aforo.cancel import interruptible
 from aforo.errors import ProtocolError, ProviderError
-from aforo.events import EventSink, Progress, phase
-from aforo.messages import MessageEnd, Request, StreamProgress, StreamText, StreamToolCall
+from aforo.events import EventSink, Progress, Warning, phase
+from aforo.messages import MessageEnd, Request, StreamProgress, StreamText, StreamToolCall, Usage
 from aforo.protocols import Provider
+from aforo.repeats import Repeats
 from aforo.reply_format import AnswerStream
 
 
@@ -63,8 +68,10 @@ def _answer(
     calls: list[StreamToolCall] = []
     pieces = 0
     step = AnswerStream() if request.constrained else None
+    repeats = Repeats()
+    stop = threading.Event()  # set once the answer loops: the worker closes the stream
     events = provider.stream(request, cancel)
-    for event in interruptible(events, cancel) if cancel is not None else events:
+    for event in interruptible(events, cancel, stop) if cancel is not None else events:
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt
         if isinstance(event, StreamProgress):
@@ -91,11 +98,32 @@ def _answer(
             text.append(piece)
             if piece and on_text is not None:
                 on_text(piece)
+            if piece and repeats.feed(piece):
+                stop.set()
+                if cancel is None and isinstance(events, Generator):
+                    events.close()  # read here, in this thread: closed here
+                return _cut_loop(text, repeats, progress)
         else:
             calls.append(event)
     if cancel is not None and cancel.is_set():
         raise KeyboardInterrupt  # interruptible stopped waiting: the user cancelled
     raise ProtocolError(f"the {provider.name} stream ended without a final message (no usage, no stop)")
+
+
+def _cut_loop(text: list[str], repeats: Repeats, progress: EventSink | None) -> Reply:
+    """The answer up to the end of its loop's first copy."""
+    whole = "".join(text)
+    kept = whole[: repeats.loop_at]
+    if progress is not None:
+        progress(
+            Warning(
+                message=f"The model began repeating itself word for word; its answer was stopped after "
+                f"{len(kept)} characters (the loop came {len(whole) - len(kept)} more). Ask again, or "
+                "ask for less at once."
+            )
+        )
+    text[:] = [kept]
+    return Reply(kept, (), MessageEnd(Usage(), "end_turn"))
 
 
 def _call(name: str, args: dict[str, object]) -> StreamToolCall:
