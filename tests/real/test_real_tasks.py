@@ -67,7 +67,9 @@ def ten_files(
     prompt cache, through a recording proxy (`proxy`: how it plays another server). What aforo did, what
     the server evaluated, the result."""
     ws = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "modules"
-    args = ["-w", str(ws), "-m", "m", "--server", "openai"]
+    # No pre-search: it would count the files' lines before the first call, and these tests are about
+    # the reads of one step and what the governor checks after them.
+    args = ["-w", str(ws), "-m", "m", "--server", "openai", "--no-search"]
     args += ["--tool-mode", "constrained", "--json"]
     with RecordingProxy(server_url, **proxy) as recording, tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "AFORO_HOME": tmp, "XDG_CONFIG_HOME": tmp}
@@ -88,9 +90,12 @@ def ten_files(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="known regression (issue 32's batches that fit): the nine reads now come over several steps, "
-    "and the check of one step measures ~940 tokens without the system prompt, which takes llama-server's "
-    "one slot: the next chat finds 3 tokens of itself in the cache",
+    reason="known: the check of one step (~940 tokens, sharing 3 with the conversation) takes llama-server's "
+    "one slot; the server saves the conversation in host memory but restores it only for a request that "
+    "keeps >= 25 % of it, and the clearing after the reads rewrote it from token 360 of 1 606 (22 %): the "
+    "next chat finds 3 tokens cached, 357 fewer than without the check. Branch `probe` runs the engine "
+    "with two slots (-np 2, +98 MB for the 0.5B), measured to fix it; not adopted before the real-code "
+    "suite is measured again with it",
 )
 def test_a_truncation_check_leaves_the_conversation_in_the_cache(real_server_url: str) -> None:
     # A server that says nothing of its prompt cache: the nine files read in one step may have crossed a
