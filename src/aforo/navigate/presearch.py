@@ -78,7 +78,7 @@ def search(
         hits = _mentions(workspace, term, ctx)
         if defined or hits:
             found.append(term)
-        files = len({path for path, _, _ in hits})
+        spread = len({path for path, _, _ in hits})  # files that mention it
         # Every line that defines it (an overload the regions skip too) is no use of it.
         defining = {(path, d.line) for path, d in index.definitions.get(term, ())}
         for path, line, said in hits:
@@ -86,12 +86,13 @@ def search(
                 weight, verb = _kind(said, term, callers)
                 start, end = max(1, line - MENTION_AROUND), line + MENTION_AROUND
                 mentions.append(
-                    (-weight, files, rank, Region(path, line, start, end, f"{verb} {term}", True))
+                    (-weight, spread, rank, Region(path, line, start, end, f"{verb} {term}", True))
                 )
     # Assignments and imports first (a default value, who imports it), prose last; then a name mentioned
     # in few files, which says more about where to look than one mentioned everywhere.
     regions += [m[-1] for m in sorted(mentions, key=lambda m: (*m[:3], m[3].path, m[3].line))]
-    named = _named_files(workspace, index, question_paths(question))
+    files = _Files(workspace)
+    named = _named_files(files, index, question_paths(question))
     if not regions and len(named) < 2:
         return None
     lengths = _lengths(named) if named else ""
@@ -104,29 +105,29 @@ def search(
         "numbered lines:"
     )
     if callers:
-        heading = "\n".join([*_callers(workspace, index, regions), heading])
+        heading = "\n".join([*_callers(files, index, regions), heading])
     if named:
         heading = f"The files the question names: {lengths}.\n{heading}"
-    shown = _render(workspace, index, heading, regions, max_chars)
+    shown = _render(files, index, heading, regions, max_chars)
     if shown is None:
         return None
     pattern = r"\b(" + "|".join(re.escape(t) for t in found) + r")\b"
     return Found(tuple(found), shown, "Grep", {"pattern": pattern})
 
 
-def _callers(workspace: Path, index: SymbolIndex, regions: Sequence[Region]) -> list[str]:
+def _callers(files: _Files, index: SymbolIndex, regions: Sequence[Region]) -> list[str]:
     """For a question about callers, one line per name: the definitions its calls are in, each once."""
-    where: dict[str, dict[str, str]] = {}
+    where: dict[str, dict[tuple[str, str], str]] = {}  # name called -> (caller, path) -> path:line
     for region in regions:
         verb, _, term = region.why.partition(" ")
         if verb != "calls":
             continue
-        inside = _enclosing(index, region.path, _lines(workspace, region.path), region.line)
-        name = _qualified(inside) if inside else "the top level"
-        where.setdefault(term, {}).setdefault(f"{name}\0{region.path}", f"{show(region.path)}:{region.line}")
+        inside = _enclosing(index, region.path, files.lines(region.path), region.line)
+        caller = _qualified(inside) if inside else "the top level"
+        where.setdefault(term, {}).setdefault((caller, region.path), f"{show(region.path)}:{region.line}")
     lines = []
     for term, places in where.items():
-        names = [key.split("\0")[0] for key in places][:CALLERS_SHOWN]
+        names = [caller for caller, _ in places][:CALLERS_SHOWN]
         more = f" and {len(places) - CALLERS_SHOWN} more" if len(places) > CALLERS_SHOWN else ""
         said = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
         at = ", ".join(list(places.values())[:CALLERS_SHOWN])
@@ -134,14 +135,14 @@ def _callers(workspace: Path, index: SymbolIndex, regions: Sequence[Region]) -> 
     return lines
 
 
-def _named_files(workspace: Path, index: SymbolIndex, names: Sequence[str]) -> list[tuple[str, int]]:
+def _named_files(files: _Files, index: SymbolIndex, names: Sequence[str]) -> list[tuple[str, int]]:
     """(path, lines) of each indexed file the question names (by its path, or its name when that is
     unique), longest first."""
     counted: dict[str, int] = {}
     for name in names[:NAMED_FILES]:
         matches = [p for p in index.files if p == name or p.endswith("/" + name)]
         if len(matches) == 1 and index.files[matches[0]].size <= MAP_FILE_BYTES.value:
-            counted[matches[0]] = len(_lines(workspace, matches[0]))
+            counted[matches[0]] = len(files.lines(matches[0]))
     return sorted(counted.items(), key=lambda item: -item[1])
 
 
@@ -223,17 +224,14 @@ def _mentions(workspace: Path, term: str, ctx: ToolContext) -> list[tuple[str, i
 
 
 def _render(
-    workspace: Path, index: SymbolIndex, heading: str, regions: Sequence[Region], max_chars: int
+    files: _Files, index: SymbolIndex, heading: str, regions: Sequence[Region], max_chars: int
 ) -> str | None:
     parts = [heading]
     used = len(heading)
-    lines_of: dict[str, list[str]] = {}
     shown: set[tuple[str, int]] = set()
     left = 0
     for region in regions:
-        if region.path not in lines_of:
-            lines_of[region.path] = _lines(workspace, region.path)
-        lines = lines_of[region.path]
+        lines = files.lines(region.path)
         if (region.path, region.line) in shown:  # a mention inside a region already shown
             continue
         last = min(region.end, len(lines))
@@ -242,13 +240,7 @@ def _render(
             continue
         body = "\n".join(f"{n}\t{lines[n - 1][:MENTION_LINE_CHARS]}" for n in span)
         inside = _enclosing(index, region.path, lines, region.line) if region.mention else None
-        where = (
-            f" in {inside.parent}.{inside.name}"
-            if inside and inside.parent
-            else f" in {inside.name}"
-            if inside
-            else ""
-        )
+        where = f" in {_qualified(inside)}" if inside else ""
         block = f"{show(region.path)}:{region.line}{where} {region.why}\n{body}"
         if used + len(block) + 2 > max_chars - _TAIL_ROOM:
             left += 1
@@ -293,8 +285,21 @@ def _inside(text: str, indent: int) -> bool:
     return not stripped or stripped.startswith(("#", ")", "]", "}")) or _indent(text) > indent
 
 
-def _lines(workspace: Path, path: str) -> list[str]:
-    real = workspace / path
+class _Files:
+    """The workspace's files as lines, each read once in a search (the callers' line, the named files'
+    counts and the regions all look at the same few files)."""
+
+    def __init__(self, workspace: Path) -> None:
+        self.workspace = workspace
+        self._read: dict[str, list[str]] = {}
+
+    def lines(self, path: str) -> list[str]:
+        if path not in self._read:
+            self._read[path] = _read_lines(self.workspace / path)
+        return self._read[path]
+
+
+def _read_lines(real: Path) -> list[str]:
     try:
         if not os.path.isfile(real) or os.path.islink(real):
             return []
