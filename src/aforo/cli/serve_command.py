@@ -28,11 +28,13 @@ from aforo.context.lanes import DEFAULT_LANE
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import ContextAction, Event, EventSink, Info, Warning
 from aforo.messages import Request
-from aforo.serve.app import Upstream, make_app
+from aforo.serve.app import make_app
 from aforo.serve.gateway import Gateway
-from aforo.serve.rooms import Room, Rooms
+from aforo.serve.model_lanes import ModelLanes
+from aforo.serve.upstream import Upstream
 from aforo.server_kinds import KINDS, SERVER_KINDS
 from aforo.servers.detect import detect_server
+from aforo.servers.open_lane import OpenLane
 from aforo.store.checkpoints import CheckpointStore, MiB
 from aforo.store.ids import new_id
 from aforo.store.journal import StoreJournal
@@ -176,13 +178,11 @@ def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Bui
     )
     journal = StoreJournal(lambda: session, checkpoints, telemetry, log)
 
-    def open_room(model: str) -> Room:
+    def open_model(model: str) -> OpenLane:
         route = Route(DEFAULT_LANE, cfg.base_url, model, cfg.context_window, cfg.context_window_source)
-        lane = open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind)
-        known = lane.window_known
-        return Room(model, lane.kind, lane.server, lane.budget, lane.provider, lane.counter, known)
+        return open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind)
 
-    gateway = Gateway(Rooms(open_room), journal, cfg.policy, log, compact=compact)
+    gateway = Gateway(ModelLanes(open_model), journal, cfg.policy, log, compact=compact)
     app = make_app(gateway, Upstream(server.root_url, cfg.api_key), key=key, log=log)
 
     def close() -> None:

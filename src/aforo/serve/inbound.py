@@ -15,6 +15,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from starlette.requests import Request as HttpRequest
+
+from aforo.errors import LimitExceeded
+from aforo.limits import SERVE_REQUEST_BYTES
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolSpec, ToolUse
 from aforo.providers.ollama import OLLAMA
 from aforo.wire.chat import chat_messages
@@ -47,6 +51,18 @@ class Inbound:
         # OpenAI streams only when asked; Ollama streams unless told not to.
         default = self.api != "openai"
         return bool(self.body.get("stream", default))
+
+
+async def read_request(request: HttpRequest) -> bytes:
+    """The client's body, refused past `serve_request_bytes` before more of it is read."""
+    most = int(SERVE_REQUEST_BYTES.value)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > most:
+            raise LimitExceeded(SERVE_REQUEST_BYTES, "the request body")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def read_inbound(api: Api, body: Any, max_tokens: int) -> Inbound:
