@@ -25,7 +25,7 @@ from aforo import safejson
 from aforo.context.budget import DEFAULT_MAX_TOKENS
 from aforo.errors import ConfigError, LimitExceeded, ProviderError, ServerLimitExceeded
 from aforo.events import EventSink, Warning
-from aforo.limits import ANSWER_TIMEOUT
+from aforo.limits import ANSWER_TIMEOUT, SERVE_ANSWER_BYTES
 from aforo.serve.client_errors import encode, error_body, overflow_body
 from aforo.serve.gateway import Gateway, Outcome, Refused, Ticket
 from aforo.serve.hangup import Disconnected, until_gone
@@ -211,7 +211,10 @@ class ChatPath:
 
 
 def _budget(ticket: Ticket, url: str) -> AnswerBudget:
-    return AnswerBudget(url, ticket.inbound.request.max_tokens, float(ANSWER_TIMEOUT.value))
+    """What the answer may take: the bytes its max_tokens allows, never past `serve_answer_bytes` (the
+    client's number costs the client nothing), and `answer_timeout` seconds."""
+    asked = ticket.inbound.request.max_tokens
+    return AnswerBudget(url, asked, float(ANSWER_TIMEOUT.value), cap=SERVE_ANSWER_BYTES)
 
 
 async def _read_lines(resp: httpx.Response, budget: AnswerBudget) -> list[str]:

@@ -77,13 +77,20 @@ class Gateway:
         self.conversations = Conversations(self._governor)
 
     def _governor(self, model: str) -> Governor:
-        return governor_for(self.lanes.get(model), self.policy, self.journal, self.emit)
+        return governor_for(self.lanes.opened(model), self.policy, self.journal, self.emit)
 
     def admit(self, inbound: Inbound, client: str) -> Ticket:
         """Admit `inbound` on its conversation's governor. Raises Refused (nothing sent), ConfigError
-        (no such model or server) or LimitExceeded."""
+        (no such model or server) or LimitExceeded. The model's lane is in use until `finish`."""
         started = time.monotonic()
-        lane = self.lanes.get(inbound.model)
+        lane = self.lanes.take(inbound.model)
+        try:
+            return self._admit_on(lane, inbound, client, started)
+        except BaseException:
+            self.lanes.give_back(inbound.model)
+            raise
+
+    def _admit_on(self, lane: OpenLane, inbound: Inbound, client: str, started: float) -> Ticket:
         slot, request = self.conversations.take(inbound.request)
         governor = slot.governor
         try:
@@ -136,6 +143,7 @@ class Gateway:
         if ticket.admitted.checkpoint:
             done += f", conversation changed after checkpoint {ticket.admitted.checkpoint}"
         self.emit(Info(fields={"serve": f"{done} ({ticket.client})"}))
+        self.lanes.give_back(ticket.inbound.model)
 
     def _record_run(
         self, slot: Slot, verdict: Outcome, end: MessageEnd | None, started: float, client: str, asked: str

@@ -69,6 +69,7 @@ def read_inbound(api: Api, body: Any, max_tokens: int) -> Inbound:
     """The client's body as an `Inbound`; `max_tokens` is what the request reserves when it names none."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
+    _check_unicode(body)
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("'model' must name a model")
@@ -81,6 +82,27 @@ def read_inbound(api: Api, body: Any, max_tokens: int) -> Inbound:
     limit = _limit(body, api) or max_tokens
     request = Request(model, system, tools, tuple(messages), limit)
     return Inbound(api, body, request)
+
+
+def _check_unicode(body: dict[str, Any]) -> None:
+    """JSON may write a lone surrogate (`"\\ud800"`), which is no character: no server takes it and
+    it cannot be sent on as UTF-8. Found here, where the client can be told which field holds it."""
+    stack: list[tuple[str, Any]] = [(key, value) for key, value in body.items()]
+    while stack:
+        where, value = stack.pop()
+        for text in (where, value) if isinstance(value, str) else (where,):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                char = ascii(text[exc.start])[1:-1]
+                raise BadRequest(
+                    f"{ascii(where)[1:-1]}: a lone surrogate ({char}) at character {exc.start} is not text "
+                    "(a surrogate stands only in a pair); send the character itself, as UTF-8"
+                ) from None
+        if isinstance(value, dict):
+            stack += [(f"{where}.{key}", item) for key, item in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{where}[{i}]", item) for i, item in enumerate(value)]
 
 
 def with_messages(inbound: Inbound, request: Request) -> dict[str, Any]:
