@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import tracemalloc
 
 import httpx
 import pytest
@@ -23,9 +24,11 @@ CAP = int(SERVE_ANSWER_BYTES.value)
 
 
 class Endless:
-    """A server that streams forever (Ollama's NDJSON, or OpenAI's SSE with `--server openai`)."""
+    """A server that streams forever (Ollama's NDJSON, or OpenAI's SSE with `--server openai`), or
+    `lines` pieces and then its `done` line."""
 
-    def __init__(self) -> None:
+    def __init__(self, lines: int | None = None) -> None:
+        self.lines = lines
         self.app = Starlette(
             routes=[
                 Route("/api/version", lambda r: JSONResponse({"version": "0.12.6"})),
@@ -40,7 +43,12 @@ class Endless:
     async def _ollama(self, request: Request) -> Response:
         await request.body()
         line = json.dumps({"model": MODEL, "message": {"role": "assistant", "content": PIECE}, "done": False})
-        return StreamingResponse(_forever(line + "\n"), media_type="application/x-ndjson")
+        if self.lines is None:
+            return StreamingResponse(_forever(line + "\n"), media_type="application/x-ndjson")
+        done = {"model": MODEL, "message": {"role": "assistant", "content": ""}, "done": True}
+        done |= {"done_reason": "stop", "prompt_eval_count": 9, "eval_count": self.lines}
+        lines = [line + "\n"] * self.lines + [json.dumps(done) + "\n"]
+        return StreamingResponse(iter(lines), media_type="application/x-ndjson")
 
     async def _openai(self, request: Request) -> Response:
         await request.body()
@@ -69,6 +77,24 @@ def test_a_live_stream_ends_at_the_answer_cap_whatever_the_client_asks() -> None
     error = json.loads(last)["error"]
     assert "serve_answer_bytes" in error and "10,000,000" in error
     assert CAP // 2 < received < 2 * CAP
+
+
+def test_a_live_stream_keeps_none_of_the_lines_it_passed() -> None:
+    lines = CAP // 2 // len(PIECE)  # half the cap: the whole answer passes
+    ask = {"model": MODEL, "messages": [{"role": "user", "content": "go"}]}
+    with gateway(Endless(lines).app, server="ollama", window=4096) as (url, _):
+        tracemalloc.start()
+        try:
+            with httpx.stream("POST", f"{url}/api/chat", json=ask, timeout=60) as resp:
+                received = sum(1 for line in resp.iter_lines() if line)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert received == lines + 1
+    # Every process here is traced (upstream, gateway, client): what they hold at once, not the answer.
+    assert peak < lines * len(PIECE) // 2, (
+        f"{peak:,} bytes at the peak for a {lines * len(PIECE):,}-byte answer"
+    )
 
 
 def test_a_held_answer_ends_at_the_cap_with_an_error_naming_it() -> None:
