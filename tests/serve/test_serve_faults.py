@@ -15,7 +15,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from aforo.limits import Limit
-from aforo.serve import chat_path, inbound
+from aforo.serve import inbound, upstream_leg
 from aforo.wire import bounded
 from dialects.openai_app import Reply, Script, make_openai_app
 from serve.gateway_support import gateway
@@ -89,7 +89,7 @@ def test_an_upstream_line_past_its_limit_fails_the_request_naming_it(monkeypatch
 
 
 def test_an_answer_past_its_time_limit_fails_the_request_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(chat_path, "ANSWER_TIMEOUT", Limit("answer_timeout", 0.3, "seconds", "x"))
+    monkeypatch.setattr(upstream_leg, "ANSWER_TIMEOUT", Limit("answer_timeout", 0.3, "seconds", "x"))
     upstream = SlowOpenAI(pieces=40, pause=0.05)
     with gateway(upstream.app, server="openai", window=4096) as (url, _):
         resp = httpx.post(f"{url}/v1/chat/completions", json={**ASK, "stream": True})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from aforo.messages import Usage
-from aforo.serve.upstream_answer import AnswerReading
+from aforo.serve.upstream_leg import AnswerReading
 
 
 @pytest.mark.parametrize("count", ["99999999999999999999", str(2**41)])

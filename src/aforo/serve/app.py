@@ -17,10 +17,10 @@ from starlette.routing import Route
 from aforo.errors import LimitExceeded
 from aforo.events import Event, EventSink
 from aforo.serve.chat_path import ChatPath
-from aforo.serve.client_errors import error_body
 from aforo.serve.gateway import Gateway
 from aforo.serve.inbound import Api, read_request
 from aforo.serve.upstream import Upstream, UpstreamClient
+from aforo.serve.upstream_leg import UpstreamLeg, error_body
 
 # The endpoints passed through as they are: catalogs and state, no prompt in them.
 PASSED = (
@@ -38,7 +38,8 @@ def make_app(
 ) -> Starlette:
     """The ASGI app. With `key`, every request must carry it (`Authorization: Bearer KEY`)."""
     client = UpstreamClient(upstream)  # one pool of connections for the chats and the catalogs
-    front = Front(ChatPath(gateway, client, log or _unheard), client, key)
+    say = log or _unheard
+    front = Front(ChatPath(gateway, UpstreamLeg(gateway, client, say), say), client, key)
     routes = [
         Route("/v1/chat/completions", front.openai, methods=["POST"]),
         Route("/api/chat", front.ollama_chat, methods=["POST"]),

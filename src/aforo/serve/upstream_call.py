@@ -49,9 +49,10 @@ def way_for(ticket: Ticket) -> Way:
     included (through its native API: `bridge`)."""
     inbound, lane, server = ticket.inbound, ticket.lane, ticket.lane.server
     if lane.kind.sets_window and inbound.api == "openai":
-        body = _on_ollama(to_ollama(inbound.body, ticket.admitted.request), ticket)
-        bridge = ToOpenAI(inbound.model, usage=_asked_usage(inbound))
-        return Way(inbound, f"{server.root_url}/api/chat", body, "ollama_chat", bridge)
+        asked_usage = _asked_usage(inbound)
+        bridge = ToOpenAI(inbound.model, usage=asked_usage)
+        body = to_ollama(inbound.body, ticket.admitted.request)
+        return Way(inbound, f"{server.root_url}/api/chat", _on_ollama(body, ticket), "ollama_chat", bridge)
     body = with_messages(inbound, ticket.admitted.request) if ticket.transformed else dict(inbound.body)
     if inbound.api == "openai":
         if inbound.streams:

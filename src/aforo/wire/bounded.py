@@ -30,7 +30,7 @@ from aforo.limits import (
     Limit,
     answer_bytes,
 )
-from aforo.wire.inflate import Decoder, decoded, layers
+from aforo.wire.inflate import decoded, decoded_async
 
 
 @dataclasses.dataclass(frozen=True)
@@ -166,13 +166,8 @@ class Lines:
 async def async_lines(response: httpx.Response, budget: AnswerBudget) -> AsyncIterator[str]:
     """The lines of a streamed `response` read by an async client, by `lines`' rules: every decoding
     layer counted against `budget`, each line within `stream_line_bytes`."""
-    decoder = Decoder(layers(response, budget.url), budget.url, budget.spend)
     split = Lines(budget.url)
-    async for raw in response.aiter_raw():
-        for piece in decoder.feed(raw):
-            for line in split.feed(piece):
-                yield line
-    for piece in decoder.flush():
+    async for piece in decoded_async(response, budget.url, budget.spend):
         for line in split.feed(piece):
             yield line
     for line in split.close():
@@ -223,9 +218,7 @@ def read_body(
 
 async def async_read_body(response: httpx.Response, url: str, limit: Limit = RESPONSE_BYTES) -> str:
     """`read_body` for an async client."""
-    decoder = Decoder(layers(response, url), url, _Spent(url, limit).spend)
-    chunks = [piece async for raw in response.aiter_raw() for piece in decoder.feed(raw)]
-    chunks += decoder.flush()
+    chunks = [piece async for piece in decoded_async(response, url, _Spent(url, limit).spend)]
     return b"".join(chunks).decode(response.encoding or "utf-8", "replace")
 
 

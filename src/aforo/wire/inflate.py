@@ -12,7 +12,7 @@ Codings are those httpx decodes here (gzip, deflate, identity); another is passe
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 
@@ -34,6 +34,18 @@ def decoded(response: httpx.Response, url: str, spend: Callable[[int], None]) ->
     for raw in response.iter_raw():
         yield from decoder.feed(raw)
     yield from decoder.flush()
+
+
+async def decoded_async(
+    response: httpx.Response, url: str, spend: Callable[[int], None]
+) -> AsyncIterator[bytes]:
+    """`decoded` for a body an async client reads."""
+    decoder = Decoder(layers(response, url), url, spend)
+    async for raw in response.aiter_raw():
+        for piece in decoder.feed(raw):
+            yield piece
+    for piece in decoder.flush():
+        yield piece
 
 
 class Decoder:
