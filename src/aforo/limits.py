@@ -170,7 +170,7 @@ TYPEAHEAD_BYTES = limit(
     "typeahead_bytes", 64 * KiB, "bytes", "keys typed while a run works, kept for the next prompt"
 )
 
-# --- what clients send to `aforo serve` (serve/) -----------------------------------------------------
+# --- what clients send to `aforo serve` (gateway/) ---------------------------------------------------
 SERVE_REQUEST_BYTES = limit(
     "serve_request_bytes", 32 * MiB, "bytes", "one request body a client sends to aforo serve"
 )

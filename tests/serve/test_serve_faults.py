@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from aforo.gateway import inbound, upstream_leg
 from aforo.limits import Limit
-from aforo.serve import inbound, upstream_leg
 from aforo.wire import bounded
 from dialects.openai_app import Reply, Script, make_openai_app
 from serve.gateway_support import gateway

@@ -17,8 +17,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from aforo.gateway import model_lanes
 from aforo.limits import Limit
-from aforo.serve import model_lanes
 from serve.gateway_support import gateway
 
 

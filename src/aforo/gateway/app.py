@@ -16,11 +16,11 @@ from starlette.routing import Route
 
 from aforo.errors import LimitExceeded
 from aforo.events import Event, EventSink
-from aforo.serve.chat_path import ChatPath
-from aforo.serve.gateway import Gateway
-from aforo.serve.inbound import Api, read_request
-from aforo.serve.upstream import Upstream, UpstreamClient
-from aforo.serve.upstream_leg import UpstreamLeg, error_body
+from aforo.gateway.chat_path import ChatPath
+from aforo.gateway.decisions import Gateway
+from aforo.gateway.inbound import Api, read_request
+from aforo.gateway.upstream import Upstream, UpstreamClient
+from aforo.gateway.upstream_leg import UpstreamLeg, error_body
 
 # The endpoints passed through as they are: catalogs and state, no prompt in them.
 PASSED = (

@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 
+from aforo.gateway.bridge import ToOpenAI, to_ollama
+from aforo.gateway.decisions import Ticket
+from aforo.gateway.inbound import Api, Inbound, with_messages
 from aforo.providers.ollama import with_window
-from aforo.serve.bridge import ToOpenAI, to_ollama
-from aforo.serve.gateway import Ticket
-from aforo.serve.inbound import Api, Inbound, with_messages
 
 
 @dataclass

@@ -31,12 +31,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from aforo.errors import LimitExceeded, ServerLimitExceeded
 from aforo.events import EventSink, Warning
+from aforo.gateway.decisions import Gateway, Outcome, Ticket
+from aforo.gateway.inbound import Api
+from aforo.gateway.upstream import UpstreamClient
+from aforo.gateway.upstream_call import Way
 from aforo.limits import ANSWER_TIMEOUT, SERVE_ANSWER_BYTES
 from aforo.messages import MessageEnd
-from aforo.serve.gateway import Gateway, Outcome, Ticket
-from aforo.serve.inbound import Api
-from aforo.serve.upstream import UpstreamClient
-from aforo.serve.upstream_call import Way
 from aforo.wire.answer_end import OllamaEnd, OpenAIEnd
 from aforo.wire.bounded import AnswerBudget, SseEvents, async_lines, server_json
 from aforo.wire.overflow_wordings import map_overflow

@@ -22,12 +22,12 @@ from aforo.context.policy import Policy
 from aforo.context.watch import Observation
 from aforo.errors import ProviderError, RejectedError
 from aforo.events import EventSink, Info, Warning
+from aforo.gateway.conversations import Conversations, Slot
+from aforo.gateway.inbound import Inbound
+from aforo.gateway.model_lanes import ModelLanes
 from aforo.messages import MessageEnd
 from aforo.protocols import Journal
 from aforo.records import Stamp, TelemetryRecord
-from aforo.serve.conversations import Conversations, Slot
-from aforo.serve.inbound import Inbound
-from aforo.serve.model_lanes import ModelLanes
 from aforo.servers.open_lane import OpenLane, governor_for
 from aforo.stream import collect
 

@@ -2,7 +2,7 @@
 each step is a method below it, in the order a request meets them, and the way upstream and back
 continues in `upstream_leg.UpstreamLeg.go`.
 
-A chat request is read (bounded), admitted by its conversation's governor (`gateway`), and sent where
+A chat request is read (bounded), admitted by its conversation's governor (`decisions`), and sent where
 `upstream_call.way_for` says; its answer comes back through the leg. A request that cannot fit reaches
 the client as the overflow error its own code handles; a step that ends the request early raises
 `Answered` with the response the client gets. However the request ends, its ticket is finished once.
@@ -18,10 +18,10 @@ from aforo import safejson
 from aforo.context.budget import DEFAULT_MAX_TOKENS
 from aforo.errors import ConfigError, LimitExceeded, ProviderError
 from aforo.events import EventSink, Warning
-from aforo.serve.gateway import Gateway, Refused, Ticket
-from aforo.serve.inbound import Api, BadRequest, Inbound, read_inbound, read_request
-from aforo.serve.upstream_call import way_for
-from aforo.serve.upstream_leg import Disconnected, UpstreamLeg, error_body, overflow_body, verdict_headers
+from aforo.gateway.decisions import Gateway, Refused, Ticket
+from aforo.gateway.inbound import Api, BadRequest, Inbound, read_inbound, read_request
+from aforo.gateway.upstream_call import way_for
+from aforo.gateway.upstream_leg import Disconnected, UpstreamLeg, error_body, overflow_body, verdict_headers
 
 
 class Answered(Exception):
