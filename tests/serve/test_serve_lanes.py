@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import anyio
 import httpx
@@ -17,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from aforo.errors import ConfigError
 from aforo.gateway import model_lanes
 from aforo.limits import Limit
 from serve.gateway_support import gateway
@@ -92,3 +94,30 @@ def test_a_lane_opening_against_a_slow_server_holds_up_no_other_model() -> None:
         assert opening  # the other model was answered while this lane was still opening
         assert other.status_code == 200 and other.json()["message"]["content"] == "I am open-model"
         assert slow.result().status_code == 200
+
+
+def test_a_lane_that_fails_to_open_fails_every_request_waiting_for_it_and_the_next_one_tries_again() -> None:
+    started, go = threading.Event(), threading.Event()
+    tries: list[str] = []
+
+    def open_lane(model: str) -> Any:
+        tries.append(model)
+        started.set()
+        go.wait(10)
+        raise ConfigError(f"no model {model!r} there")
+
+    lanes = model_lanes.ModelLanes(open_lane)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(lanes.take, "gone")
+        assert started.wait(10)
+        waiting = pool.submit(lanes.take, "gone")
+        while lanes._entries["gone"].busy < 2:  # the second request waits for the first one's opening
+            time.sleep(0.01)
+        go.set()
+        for future in (first, waiting):
+            with pytest.raises(ConfigError, match="no model 'gone' there"):
+                future.result(10)
+    assert tries == ["gone"]
+    with pytest.raises(ConfigError):
+        lanes.take("gone")
+    assert tries == ["gone", "gone"]

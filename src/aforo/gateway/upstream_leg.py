@@ -165,12 +165,13 @@ class UpstreamLeg:
         that hangs up once it has the last line had its whole answer: judged all the same. Only the
         reading of the answer's end is kept, never the lines passed."""
         reading = AnswerReading(way.api)
-        ended = gone = False
+        ended = gone = delivered = False  # delivered: the client has the last line
         try:
             try:
                 async for line in async_lines(resp, _budget(ticket, way.url)):
                     for out in way.shown([line], reading.line(line)):
                         yield (out + "\n").encode()
+                    delivered = reading.finished
                 ended = True
             except (GeneratorExit, anyio.get_cancelled_exc_class()):
                 gone = True  # cancelled while upstream's next line was awaited, or closed at a yield
@@ -185,7 +186,7 @@ class UpstreamLeg:
             # Shielded: the row of a stream whose client hung up is written all the same.
             with anyio.CancelScope(shield=True):
                 await resp.aclose()
-                whole = ended or (gone and reading.finished)
+                whole = ended or (gone and delivered)
                 await self.record_live(ticket, reading, whole=whole, gone=gone)
 
     async def record_live(self, ticket: Ticket, reading: AnswerReading, *, whole: bool, gone: bool) -> None:
