@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from aforo.gateway.inbound import BadRequest, read_inbound, with_messages
+from aforo.gateway.inbound import BadRequest, read_inbound
+from aforo.gateway.upstream_call import with_messages
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
 
 

@@ -1,10 +1,9 @@
-"""What a client sends, read as aforo's canonical `Request`, and a governed conversation written back.
+"""What a client sends, read as aforo's canonical `Request`.
 
 Three wire shapes come in: OpenAI's chat body (`/v1/chat/completions`), Ollama's `/api/chat` and its
 `/api/generate` (a prompt and a system text). Each becomes one `Request` the governor can count and
-admit. The client's own body is what goes upstream (every field it set, unknown ones too); only when
-the governor replaced the conversation (`--compact`) are its messages written again, through the same
-walk the providers use (`wire.chat`), so what was counted is what is sent.
+admit. The client's own body is what goes upstream (every field it set, unknown ones too), unless the
+governor replaced the conversation (`upstream_call.with_messages`).
 
 The body is untrusted: a field of the wrong type is a `BadRequest` naming it, never a traceback.
 """
@@ -20,9 +19,6 @@ from starlette.requests import Request as HttpRequest
 from aforo.errors import LimitExceeded
 from aforo.limits import SERVE_REQUEST_BYTES
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolSpec, ToolUse
-from aforo.providers.ollama import OLLAMA
-from aforo.wire.chat import chat_messages
-from aforo.wire.openai_chat import OPENAI
 
 Api = Literal["openai", "ollama_chat", "ollama_generate"]
 
@@ -103,16 +99,6 @@ def _check_unicode(body: dict[str, Any]) -> None:
             stack += [(f"{where}.{key}", item) for key, item in value.items()]
         elif isinstance(value, list):
             stack += [(f"{where}[{i}]", item) for i, item in enumerate(value)]
-
-
-def with_messages(inbound: Inbound, request: Request) -> dict[str, Any]:
-    """The client's body, carrying the conversation of `request` (the governor replaced it)."""
-    body = dict(inbound.body)
-    if inbound.api == "ollama_generate":
-        body["prompt"] = "\n\n".join(m.text for m in request.messages)
-        return body
-    body["messages"] = chat_messages(request, OLLAMA if inbound.api == "ollama_chat" else OPENAI)
-    return body
 
 
 def _limit(body: dict[str, Any], api: Api) -> int | None:

@@ -1,9 +1,11 @@
 """What goes upstream for one admitted request, and what the client gets of the answer that comes back.
 
-The client's body goes as it came, unless the governor changed its conversation (`--compact`); an
-OpenAI stream asks for usage; Ollama is told the window it was budgeted for (`providers.ollama.
-with_window`, as the provider tells it). An OpenAI client's request for a model on Ollama goes to its
-native API (`bridge`), so that it gets `num_ctx` too, and its answer comes back in OpenAI's words.
+The client's body goes as it came, unless the governor changed its conversation (`--compact`): then
+its messages are written again through the walk the providers use (`wire.chat`), so what was counted
+is what is sent (`with_messages`); an OpenAI stream asks for usage; Ollama is told the window it was
+budgeted for (`providers.ollama.with_window`, as the provider tells it). An OpenAI client's request
+for a model on Ollama goes to its native API (`bridge`), so that it gets `num_ctx` too, and its answer
+comes back in OpenAI's words.
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import httpx
 
 from aforo.gateway.bridge import ToOpenAI, to_ollama
 from aforo.gateway.decisions import Ticket
-from aforo.gateway.inbound import Api, Inbound, with_messages
-from aforo.providers.ollama import with_window
+from aforo.gateway.inbound import Api, Inbound
+from aforo.messages import Request
+from aforo.providers.ollama import OLLAMA, with_window
+from aforo.wire.chat import chat_messages
+from aforo.wire.openai_chat import OPENAI
 
 
 @dataclass
@@ -63,6 +68,16 @@ def way_for(ticket: Ticket) -> Way:
         body = _on_ollama(body, ticket)
     path = "chat" if inbound.api == "ollama_chat" else "generate"
     return Way(inbound, f"{server.root_url}/api/{path}", body, inbound.api)
+
+
+def with_messages(inbound: Inbound, request: Request) -> dict[str, Any]:
+    """The client's body, carrying the conversation of `request` (the governor replaced it)."""
+    body = dict(inbound.body)
+    if inbound.api == "ollama_generate":
+        body["prompt"] = "\n\n".join(m.text for m in request.messages)
+        return body
+    body["messages"] = chat_messages(request, OLLAMA if inbound.api == "ollama_chat" else OPENAI)
+    return body
 
 
 def _on_ollama(body: dict[str, Any], ticket: Ticket) -> dict[str, Any]:
