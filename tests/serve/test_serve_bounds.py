@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import tracemalloc
 
@@ -120,3 +121,40 @@ def test_a_lone_surrogate_in_a_message_is_a_400_naming_it(
     assert "surrogate" in message and "\\ud800" in message and "messages[0]" in message
     assert script.bodies == []
     assert "Traceback" not in capfd.readouterr().err
+
+
+class Gzipped:
+    """An Ollama whose chat answer comes gzip-encoded (as a proxy in front of it may send it)."""
+
+    def __init__(self, lines: int) -> None:
+        self.lines = lines
+        self.app = Starlette(
+            routes=[
+                Route("/api/version", lambda r: JSONResponse({"version": "0.12.6"})),
+                Route("/api/tags", lambda r: JSONResponse({"models": [{"name": MODEL, "model": MODEL}]})),
+                Route("/api/ps", lambda r: JSONResponse({"models": []})),
+                Route("/api/chat", self._chat, methods=["POST"]),
+            ]
+        )
+
+    async def _chat(self, request: Request) -> Response:
+        await request.body()
+        piece = {"model": MODEL, "message": {"role": "assistant", "content": PIECE}, "done": False}
+        done = {"model": MODEL, "message": {"role": "assistant", "content": ""}, "done": True}
+        done |= {"done_reason": "stop", "prompt_eval_count": 9, "eval_count": 1}
+        body = gzip.compress((f"{json.dumps(piece)}\n" * self.lines + f"{json.dumps(done)}\n").encode())
+        headers = {"content-encoding": "gzip"}
+        return Response(body, headers=headers, media_type="application/x-ndjson")
+
+
+def test_an_encoded_answer_is_decoded_and_every_inflated_byte_counted() -> None:
+    ask = {"model": MODEL, "messages": [{"role": "user", "content": "go"}]}
+    with gateway(Gzipped(2).app, server="ollama", window=4096) as (url, _):
+        resp = httpx.post(f"{url}/api/chat", json=ask, timeout=60)
+    lines = [json.loads(line) for line in resp.text.splitlines() if line]
+    assert [line["message"]["content"] for line in lines] == [PIECE, PIECE, ""] and lines[-1]["done"]
+    # A small body that inflates past what the answer may take (its max_tokens' bytes) ends there, named.
+    with gateway(Gzipped(2 * CAP // len(PIECE)).app, server="ollama", window=4096) as (url, _):
+        resp = httpx.post(f"{url}/api/chat", json=ask, timeout=60)
+    assert len(resp.content) < CAP
+    assert "the answer_bytes (1,024 bytes per token" in json.loads(resp.text.splitlines()[-1])["error"]
