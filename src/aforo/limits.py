@@ -170,11 +170,18 @@ TYPEAHEAD_BYTES = limit(
     "typeahead_bytes", 64 * KiB, "bytes", "keys typed while a run works, kept for the next prompt"
 )
 
-# --- what clients send to `aforo serve` (serve/) -----------------------------------------------------
+# --- what clients send to `aforo serve` (gateway/) ---------------------------------------------------
 SERVE_REQUEST_BYTES = limit(
     "serve_request_bytes", 32 * MiB, "bytes", "one request body a client sends to aforo serve"
 )
-SERVE_MODELS = limit("serve_models", 64, "models", "models one aforo serve opens a room for")
+SERVE_MODELS = limit(
+    "serve_models", 64, "models", "models aforo serve keeps a lane open for (the least recently used goes)"
+)
+# Whatever max_tokens a client asks (10 000 000 costs it nothing), one answer the gateway passes on or
+# holds to judge stays within this: ~50 000 tokens at 300 bytes each, past a small model's window.
+SERVE_ANSWER_BYTES = limit(
+    "serve_answer_bytes", 16 * MiB, "bytes", "one answer aforo serve passes on or holds, decompressed"
+)
 SERVE_CONVERSATIONS = limit(
     "serve_conversations", 256, "conversations", "conversations aforo serve follows (the oldest idle goes)"
 )

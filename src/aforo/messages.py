@@ -26,6 +26,10 @@ class TextBlock:
     type: Literal["text"] = "text"
 
 
+# A tool call as a model writes it, before it has an id: its tool's name and its arguments.
+Call = tuple[str, dict[str, Any]]
+
+
 @dataclass(frozen=True)
 class ToolUse:
     id: str

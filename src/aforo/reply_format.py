@@ -25,6 +25,7 @@ from typing import Any
 from aforo import safejson
 from aforo.errors import LimitExceeded
 from aforo.messages import (
+    Call,
     Message,
     Request,
     TextBlock,
@@ -39,7 +40,6 @@ ANSWER = "answer"
 # Calls one step may batch. Without a bound the 0.5B model once listed the same four files over and over
 # until the output limit (1 024 tokens, 43 s); a grammar with a bound must close the list.
 MAX_BATCH = 12
-Call = tuple[str, dict[str, Any]]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,8 +6,8 @@ from aforo.context.budget import Budget
 from aforo.context.governor import Governor
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
+from aforo.gateway.conversations import Conversations
 from aforo.messages import Message, Request
-from aforo.serve.conversations import Conversations
 
 
 def governor(model: str) -> Governor:

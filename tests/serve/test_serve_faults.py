@@ -14,8 +14,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from aforo.gateway import inbound, upstream_leg
 from aforo.limits import Limit
-from aforo.serve import app as serve_app
+from aforo.wire import bounded
 from dialects.openai_app import Reply, Script, make_openai_app
 from serve.gateway_support import gateway
 
@@ -67,7 +68,7 @@ def test_a_client_that_gives_up_on_a_held_answer_stops_the_upstream_request() ->
 
 
 def test_a_request_body_past_its_limit_is_refused_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve_app, "SERVE_REQUEST_BYTES", Limit("serve_request_bytes", 1000, "bytes", "x"))
+    monkeypatch.setattr(inbound, "SERVE_REQUEST_BYTES", Limit("serve_request_bytes", 1000, "bytes", "x"))
     script = Script(Reply(text="never"))
     body = {"model": "test-model", "messages": [{"role": "user", "content": "y" * 2000}]}
     with gateway(make_openai_app(script, models={"test-model": None}), window=4096) as (url, _):
@@ -78,7 +79,7 @@ def test_a_request_body_past_its_limit_is_refused_naming_it(monkeypatch: pytest.
 
 
 def test_an_upstream_line_past_its_limit_fails_the_request_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve_app, "STREAM_LINE_BYTES", Limit("stream_line_bytes", 500, "bytes", "x"))
+    monkeypatch.setattr(bounded, "STREAM_LINE_BYTES", Limit("stream_line_bytes", 500, "bytes", "x"))
     upstream = SlowOpenAI(pieces=2, pause=0.0, size=2000)
     with gateway(upstream.app, server="openai", window=4096) as (url, _):
         resp = httpx.post(f"{url}/v1/chat/completions", json={**ASK, "stream": True})
@@ -88,7 +89,7 @@ def test_an_upstream_line_past_its_limit_fails_the_request_naming_it(monkeypatch
 
 
 def test_an_answer_past_its_time_limit_fails_the_request_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(serve_app, "ANSWER_TIMEOUT", Limit("answer_timeout", 0.3, "seconds", "x"))
+    monkeypatch.setattr(upstream_leg, "ANSWER_TIMEOUT", Limit("answer_timeout", 0.3, "seconds", "x"))
     upstream = SlowOpenAI(pieces=40, pause=0.05)
     with gateway(upstream.app, server="openai", window=4096) as (url, _):
         resp = httpx.post(f"{url}/v1/chat/completions", json={**ASK, "stream": True})

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from aforo.gateway.inbound import BadRequest, read_inbound
+from aforo.gateway.upstream_call import with_messages
 from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
-from aforo.serve.inbound import BadRequest, read_inbound, with_messages
 
 
 def test_an_openai_conversation_with_calls_and_results_reads_as_canonical_messages() -> None:

@@ -1,6 +1,6 @@
-"""`aforo serve`: flags and wiring of the gateway (`aforo.serve`); the gateway itself holds no CLI.
+"""`aforo serve`: flags and wiring of the gateway (`aforo.gateway`); the gateway itself holds no CLI.
 
-Each model a client names gets its room the way a run wires its lane (`wiring.open_lane`: detection,
+Each model a client names gets its lane the way a run wires its own (`wiring.open_lane`: detection,
 the served window, the probe cache, the exact counter), so the gateway and the assistant agree on every
 window. It listens on 127.0.0.1 unless `--host` says otherwise, and then only with `--key` (no open
 relay). Its first line of output is the URL it serves; then one line per governed request, on stderr.
@@ -27,12 +27,14 @@ from aforo.cli.wiring import open_lane
 from aforo.context.lanes import DEFAULT_LANE
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import ContextAction, Event, EventSink, Info, Warning
+from aforo.gateway.app import make_app
+from aforo.gateway.decisions import Gateway
+from aforo.gateway.model_lanes import ModelLanes
+from aforo.gateway.upstream import Upstream
 from aforo.messages import Request
-from aforo.serve.app import Upstream, make_app
-from aforo.serve.gateway import Gateway
-from aforo.serve.rooms import Room, Rooms
 from aforo.server_kinds import KINDS, SERVER_KINDS
 from aforo.servers.detect import detect_server
+from aforo.servers.open_lane import OpenLane
 from aforo.store.checkpoints import CheckpointStore, MiB
 from aforo.store.ids import new_id
 from aforo.store.journal import StoreJournal
@@ -176,13 +178,11 @@ def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Bui
     )
     journal = StoreJournal(lambda: session, checkpoints, telemetry, log)
 
-    def open_room(model: str) -> Room:
+    def open_model(model: str) -> OpenLane:
         route = Route(DEFAULT_LANE, cfg.base_url, model, cfg.context_window, cfg.context_window_source)
-        lane = open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind)
-        known = lane.window_known
-        return Room(model, lane.kind, lane.server, lane.budget, lane.provider, lane.counter, known)
+        return open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind)
 
-    gateway = Gateway(Rooms(open_room), journal, cfg.policy, log, compact=compact)
+    gateway = Gateway(ModelLanes(open_model), journal, cfg.policy, log, compact=compact)
     app = make_app(gateway, Upstream(server.root_url, cfg.api_key), key=key, log=log)
 
     def close() -> None:

@@ -21,7 +21,6 @@ from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.routes import Route, compact_route
 from aforo.context.budget import Budget
 from aforo.context.counting import Meter
-from aforo.context.governor import Governor
 from aforo.context.lanes import DEFAULT_LANE, Lane
 from aforo.context.summary_request import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
 from aforo.errors import AforoError, ConfigError
@@ -36,6 +35,7 @@ from aforo.server_kinds import KINDS
 from aforo.servers.counters import make_counter
 from aforo.servers.detect import detect_server
 from aforo.servers.kind import Connection, ServerInfo, ServerKind, kind_named
+from aforo.servers.open_lane import OpenLane, governor_for
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
 from aforo.tools.registry import default_registry
@@ -50,21 +50,6 @@ class Runtime:
     provider: Provider
     counter: TokenCounter | None
     model: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class OpenLane:
-    """One lane, wired: its server, model, window, provider and counter."""
-
-    route: Route
-    server: ServerInfo
-    kind: ServerKind
-    model: str
-    budget: Budget
-    window_source: str
-    provider: Provider
-    counter: TokenCounter | None
-    window_known: bool
 
 
 def open_lane(
@@ -113,7 +98,7 @@ def open_lane(
     counter = make_counter(kind.counter, client, server.root_url, model, tokenizer)
     known = served is not None or remembered is not None
     return OpenLane(
-        route=route,
+        name=route.name,
         server=server,
         kind=kind,
         model=model,
@@ -149,7 +134,7 @@ def _check_summary_room(lane: OpenLane, meter: Meter) -> None:
     needs, budget = meter.count(smallest).tokens, lane.budget
     if needs > budget.available or budget.reserve < math.ceil(MIN_SUMMARY_WORDS / WORDS_PER_TOKEN):
         raise ConfigError(
-            f"lane {lane.route.name!r}: its window of {budget.window} tokens ({lane.window_source}) cannot "
+            f"lane {lane.name!r}: its window of {budget.window} tokens ({lane.window_source}) cannot "
             f"hold a summary request: even an empty one needs {needs} tokens plus room for a summary of "
             f"{MIN_SUMMARY_WORDS} words, and {budget.available} are left after reserving {budget.reserve} "
             "for the answer. Give that lane a larger context_window, or compact on another lane."
@@ -157,15 +142,20 @@ def _check_summary_room(lane: OpenLane, meter: Meter) -> None:
 
 
 def _compaction_lane(
-    main: OpenLane, cfg: Config, emit: EventSink, client: httpx.Client, kinds: Sequence[ServerKind]
+    main: OpenLane,
+    main_route: Route,
+    cfg: Config,
+    emit: EventSink,
+    client: httpx.Client,
+    kinds: Sequence[ServerKind],
 ) -> Lane | None:
-    route = compact_route(cfg.lanes, cfg.compact_lane, cfg.compact_model, main.route)
+    route = compact_route(cfg.lanes, cfg.compact_lane, cfg.compact_model, main_route)
     if route is None:
         return None
     if route.model is not None:  # a lane's model may be one of the config's aliases too
         route = replace(route, model=cfg.aliases.get(route.model, route.model))
     # On the conversation's server it is the same kind; another server is detected on its own.
-    same = route.base_url == main.route.base_url
+    same = route.base_url == main_route.base_url
     side = open_lane(client, route, cfg, emit, kinds, hint=main.server.kind if same else None)
     meter = Meter(side.counter, emit)
     _check_summary_room(side, meter)
@@ -192,23 +182,12 @@ def build_runtime(
         configured=cfg.lane is not None,
     )
     main = open_lane(client, route, cfg, emit, kinds, hint=cfg.server, tokenizer=cfg.tokenizer)
-    compaction = _compaction_lane(main, cfg, emit, client, kinds)
+    compaction = _compaction_lane(main, route, cfg, emit, client, kinds)
     # Answers stream, and a truncated one is marked discarded afterwards; only where a silent truncation
     # is likely (a server that does not refuse, with a window nobody measured) are they held until
     # checked.
     live = main.kind.loud or main.window_known
-    governor = Governor(
-        budget=main.budget,
-        policy=cfg.policy,
-        journal=journal,
-        emit=emit,
-        counter=main.counter,
-        model=main.model,
-        server=main.server.kind,
-        window_known=main.window_known,
-        lane=route.name,
-        compaction=compaction,
-    )
+    governor = governor_for(main, cfg.policy, journal, emit, compaction)
     registry = default_registry(cfg.workspace)
     constrained = constrain(cfg.tool_mode, main)
     navigator = Navigator(cfg.workspace, main.budget.window, presearch=cfg.presearch)
@@ -254,7 +233,7 @@ def constrain(mode: str, lane: OpenLane) -> bool:
 def _info(cfg: Config, main: OpenLane, compaction: Lane | None) -> dict[str, object]:
     fields: dict[str, object] = {
         "workspace": str(cfg.workspace),
-        "lane": main.route.name,
+        "lane": main.name,
         "model": main.model,
         "server": main.server.kind,
         "base_url": main.server.root_url,

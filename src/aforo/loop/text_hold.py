@@ -19,13 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from aforo.loop.bracket_scan import FAILED, BracketScan
 from aforo.loop.textcalls import extract_text_tool_calls
+from aforo.messages import Call
 
 Kind = Literal["fence", "tag", "bare"]
-Call = tuple[str, dict[str, Any]]
 _FENCE, _TAG_OPEN, _TAG_CLOSE = "```", "<tool_call>", "</tool_call>"
 # A piece longer than this is released: calls are short (a path, a pattern). For a bare `{"` in prose
 # this keeps the rest of the answer flowing; for a long code fence it bounds the wait. The work does not

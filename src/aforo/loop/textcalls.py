@@ -23,8 +23,7 @@ from typing import Any
 from aforo import safejson
 from aforo.errors import LimitExceeded
 from aforo.limits import JSON_DEPTH, TEXT_CALL_LITERAL_CHARS
-
-Call = tuple[str, dict[str, Any]]
+from aforo.messages import Call
 
 # A fence opener and its info string (json, tool_call, python...), which is skipped. Possessive: the
 # info string cannot contain the closing fence, so giving characters back could never help.

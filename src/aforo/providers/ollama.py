@@ -26,28 +26,23 @@ from aforo import reply_format
 from aforo.closing import Closing
 from aforo.errors import HTTPStatusError, ProtocolError, ProviderError
 from aforo.messages import (
-    MessageEnd,
     Request,
-    StopReason,
     StreamEvent,
     StreamText,
     StreamToolCall,
     ToolUse,
-    Usage,
 )
+from aforo.wire.answer_end import OllamaEnd
 from aforo.wire.body import JSON_HEADERS, encode_body
 from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, lines, read_body, server_json
 from aforo.wire.chat import Dialect, chat_messages
 from aforo.wire.http import answer_failure, get_json_quiet, normalize_base_url, status_error
 from aforo.wire.openai_chat import tools_to_openai
-from aforo.wire.usage import UsageReader
 
 # The first release whose /api/chat accepts "truncate": false (older ones would truncate anyway).
 TRUNCATE_FLAG_SINCE = (0, 12, 6)
 # The first release whose `format` takes a JSON schema, not only "json".
 SCHEMA_FORMAT_SINCE = (0, 5, 0)
-
-DONE_REASONS: dict[str, StopReason] = {"stop": "end_turn", "length": "max_tokens"}
 
 
 def parse_version(version: str | None) -> tuple[int, ...] | None:
@@ -67,6 +62,23 @@ def supports_schema_format(version: str | None) -> bool:
     """Whether /api/chat takes a JSON schema as `format` (structured outputs, Ollama 0.5.0)."""
     parsed = parse_version(version)
     return parsed is not None and parsed >= SCHEMA_FORMAT_SINCE
+
+
+def with_window(body: dict[str, Any], num_ctx: int, num_predict: int, version: str | None) -> dict[str, Any]:
+    """`body` (its own options kept) telling Ollama the window it was budgeted for (`num_ctx` overrides
+    every default: the Modelfile, OLLAMA_CONTEXT_LENGTH), the most the answer may take (`num_predict`:
+    past the window while generating it would drop the oldest tokens without a word), and not to
+    truncate silently where its version allows. The one place both the provider and the gateway set them."""
+    options = body.get("options")
+    options = {
+        **(options if isinstance(options, dict) else {}),
+        "num_ctx": num_ctx,
+        "num_predict": num_predict,
+    }
+    out = {**body, "options": options}
+    if supports_truncate_flag(version):
+        out["truncate"] = False
+    return out
 
 
 def _call(use: ToolUse) -> dict[str, Any]:
@@ -131,21 +143,14 @@ class OllamaProvider(Closing):
             "model": request.model or self.model,
             "messages": reply_format.wire_messages(request) if constrained else messages_to_ollama(request),
             "stream": True,
-            # num_ctx overrides every default (Modelfile, OLLAMA_CONTEXT_LENGTH): server and budget agree.
-            "options": {
-                "num_ctx": self.num_ctx,
-                "num_predict": request.max_tokens,
-                **({} if request.temperature is None else {"temperature": request.temperature}),
-            },
+            "options": {} if request.temperature is None else {"temperature": request.temperature},
         }
         if constrained:
             # A JSON schema as `format` (Ollama 0.5+) forces one step, answer or calls (aforo.reply_format).
             body["format"] = reply_format.request_schema(request)
         elif request.tools and not request.answer_only:  # no tool_choice in /api/chat: no tools at all
             body["tools"] = tools_to_openai(request.tools)
-        if supports_truncate_flag(self.version):
-            body["truncate"] = False
-        return body
+        return with_window(body, self.num_ctx, request.max_tokens, self.version)
 
     def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
         body = self.body(request)
@@ -167,6 +172,7 @@ class OllamaProvider(Closing):
         self, stream_lines: Iterator[str], model: str, cancel: threading.Event | None
     ) -> Iterator[StreamEvent]:
         calls: list[StreamToolCall] = []
+        ending = OllamaEnd()
         for line in stream_lines:
             if cancel is not None and cancel.is_set():
                 return
@@ -184,9 +190,10 @@ class OllamaProvider(Closing):
                 yield StreamText(content)
             for call in message.get("tool_calls") or []:
                 calls.append(self._tool_call(call))
-            if chunk.get("done") is True:
+            ending.feed(chunk)
+            if ending.done:
                 yield from calls
-                yield self._end(chunk, bool(calls))
+                yield ending.end()
                 return
         raise ProtocolError(
             f"the stream from {self.url} ended without `done` — the server may have crashed or dropped the"
@@ -212,24 +219,6 @@ class OllamaProvider(Closing):
         return StreamToolCall(
             call_id or f"call_{self._call_tag}_{next(self._call_numbers)}", function["name"], arguments
         )
-
-    def _end(self, chunk: dict[str, Any], has_calls: bool) -> MessageEnd:
-        reason = DONE_REASONS.get(str(chunk.get("done_reason") or "stop"), "end_turn")
-        if has_calls and reason == "end_turn":
-            reason = "tool_use"
-        read = UsageReader()
-        usage = Usage(
-            input_tokens=read.count(chunk.get("prompt_eval_count")),
-            output_tokens=read.count(chunk.get("eval_count")),
-        )
-        timings = {
-            k: chunk[k]
-            for k in ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration")
-            if isinstance(chunk.get(k), int)
-        }
-        served = chunk.get("model")
-        served = served if isinstance(served, str) else ""
-        return MessageEnd(Usage() if read.refused else usage, reason, timings, served, read.refused)
 
     def _status_error(
         self, status: int, body: str, model: str, headers: Mapping[str, str] | None = None

@@ -22,29 +22,18 @@ import httpx
 from aforo.closing import Closing
 from aforo.errors import ConfigError, ProtocolError
 from aforo.messages import (
-    MessageEnd,
     Request,
-    StopReason,
     StreamEvent,
     StreamProgress,
     StreamText,
     StreamToolCall,
-    Usage,
 )
 from aforo.providers.retry import retrying
+from aforo.wire.answer_end import OpenAIEnd
 from aforo.wire.body import JSON_HEADERS, encode_body
 from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, lines, read_body, server_json, sse_data
 from aforo.wire.http import answer_failure, status_error
 from aforo.wire.openai_chat import chat_body
-from aforo.wire.usage import UsageReader
-
-FINISH_REASONS: dict[str, StopReason] = {
-    "stop": "end_turn",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "length": "max_tokens",
-    "content_filter": "refusal",
-}
 
 SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}
 
@@ -56,21 +45,6 @@ EMPTY_STREAM = (
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and value > 0 else 0
-
-
-def usage_from_openai(usage: dict[str, Any] | None) -> tuple[Usage, str]:
-    """OpenAI usage -> ours; cached prompt tokens are split out of `input_tokens`. With it, why the
-    report was refused ("" when taken; `wire.usage`)."""
-    if not usage:
-        return Usage(), ""
-    read = UsageReader()
-    prompt = read.count(usage.get("prompt_tokens"))
-    details = usage.get("prompt_tokens_details")
-    cached = min(read.count(details.get("cached_tokens")), prompt) if isinstance(details, dict) else 0
-    output = read.count(usage.get("completion_tokens"))
-    if read.refused:
-        return Usage(), read.refused
-    return Usage(input_tokens=prompt - cached, cache_read_tokens=cached, output_tokens=output), ""
 
 
 def _merge(current: str, piece: Any) -> str:
@@ -94,11 +68,8 @@ class _Answer:
     url: str
     model: str
     calls: dict[int, _Call] = field(default_factory=dict)
-    finish: str | None = None
-    usage: dict[str, Any] | None = None
-    timings: dict[str, Any] = field(default_factory=dict)
+    ending: OpenAIEnd = field(default_factory=OpenAIEnd)  # usage, finish reason, served model
     chunks: int = 0
-    served: str = ""  # the `model` the chunks name: what the server says it served
     progress: StreamProgress | None = None  # llama-server's `prompt_progress`, until it is passed on
 
     def feed(self, chunk: Any) -> list[str]:
@@ -112,12 +83,7 @@ class _Answer:
             status = code if isinstance(code, int) and code >= 400 else 500
             raise status_error(status, json.dumps(chunk), url=self.url, model=self.model)
         self.chunks += 1
-        if not self.served and isinstance(chunk.get("model"), str):
-            self.served = chunk["model"]
-        if isinstance(chunk.get("usage"), dict):
-            self.usage = chunk["usage"]
-        if isinstance(chunk.get("timings"), dict):
-            self.timings = chunk["timings"]
+        self.ending.feed(chunk)
         done = chunk.get("prompt_progress")
         if isinstance(done, dict):
             self.progress = StreamProgress(
@@ -140,8 +106,6 @@ class _Answer:
                 texts.append(content)
             for call in delta.get("tool_calls") or []:
                 self._add_call(call)
-            if isinstance(choice.get("finish_reason"), str):
-                self.finish = choice["finish_reason"]
         return texts
 
     def _add_call(self, piece: Any) -> None:
@@ -177,7 +141,7 @@ class _Answer:
         """The complete tool calls and the MessageEnd, once the stream is over."""
         if self.chunks == 0:
             raise ProtocolError(f"{self.url}: {EMPTY_STREAM}")
-        if self.finish is None:
+        if self.ending.finish is None:
             raise ProtocolError(
                 f"the stream from {self.url} ended without a finish reason — the server may have crashed "
                 "or dropped the connection; the partial answer is not used"
@@ -187,11 +151,7 @@ class _Answer:
             # Ids must be unique across the conversation: a tool_result names the call it answers.
             call_id = call.id or f"call_{uuid.uuid4().hex[:12]}"
             yield StreamToolCall(call_id, call.name, "".join(call.arguments) or "{}")
-        reason = FINISH_REASONS.get(self.finish, "end_turn")
-        if self.calls and reason == "end_turn":
-            reason = "tool_use"
-        usage, refused = usage_from_openai(self.usage)
-        yield MessageEnd(usage, reason, dict(self.timings), self.served, usage_refused=refused)
+        yield self.ending.end()
 
 
 _SSE_FIELDS = frozenset({"data", "event", "id", "retry"})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
 import httpx
@@ -30,7 +30,7 @@ from aforo.limits import (
     Limit,
     answer_bytes,
 )
-from aforo.wire.inflate import decoded
+from aforo.wire.inflate import decoded, decoded_async
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,10 +59,14 @@ DEFAULT_DEADLINES = Deadlines()
 class AnswerBudget:
     """The bytes and the seconds one answer may take, counted from the request on."""
 
-    def __init__(self, url: str, max_tokens: int, timeout: float) -> None:
+    def __init__(self, url: str, max_tokens: int, timeout: float, cap: Limit | None = None) -> None:
         self.url = url
         self.max_tokens = max_tokens
         self.max_bytes = answer_bytes(max_tokens)
+        # A cap of bytes whatever max_tokens asks (one the caller does not choose): the smaller holds.
+        self.cap = cap if cap is not None and int(cap.value) < self.max_bytes else None
+        if self.cap is not None:
+            self.max_bytes = int(self.cap.value)
         self.timeout = timeout
         self.deadline = time.monotonic() + timeout
         self.spent = 0
@@ -76,6 +80,12 @@ class AnswerBudget:
     def spend(self, n: int) -> None:
         """Count `n` more bytes; raise when the answer went past its bytes or its time."""
         self.spent += n
+        if self.spent > self.max_bytes and self.cap is not None:
+            raise ServerLimitExceeded(
+                self.cap,
+                f"the answer from {self.url} went past {self.max_bytes:,} bytes, the most one answer may "
+                f"hold whatever max_tokens asks ({self.max_tokens:,})",
+            )
         if self.spent > self.max_bytes:
             raise ServerLimitExceeded(
                 ANSWER_BYTES,
@@ -98,80 +108,131 @@ class AnswerBudget:
         return decoded(response, self.url, self.spend)
 
 
-def lines(chunks: Iterable[bytes], url: str, limit: Limit = STREAM_LINE_BYTES) -> Iterator[str]:
-    """The lines of a byte stream (`\\n` or `\\r\\n`), decoded as UTF-8, each at most `limit` bytes.
+def lines(chunks: Iterable[bytes], url: str, limit: Limit | None = None) -> Iterator[str]:
+    """The lines of a byte stream (`Lines`), for a body read in order."""
+    split = Lines(url, limit)
+    for chunk in chunks:
+        yield from split.feed(chunk)
+    yield from split.close()
+
+
+class Lines:
+    """A byte stream cut into lines (`\\n` or `\\r\\n`), decoded as UTF-8, each at most `limit` bytes;
+    fed as the bytes arrive, so a sync body and an async one are read by the same rules.
 
     A run of blank lines comes out as one: it means no more than one, in SSE (an event ends) as in
     NDJSON (nothing), and a stream of newlines then costs no more than its bytes. A last line without
-    a newline is yielded too: a caller that needs the newline (SSE) knows it."""
-    most = int(limit.value)
-    pending = bytearray()  # the start of a line whose newline has not come yet
-    blank = False
-    for chunk in chunks:
+    a newline comes out at `close` too: a caller that needs the newline (SSE) knows it."""
+
+    def __init__(self, url: str, limit: Limit | None = None) -> None:
+        self._limit = limit or STREAM_LINE_BYTES  # `stream_line_bytes` unless told
+        self._url, self._most = url, int(self._limit.value)
+        self._pending = bytearray()  # the start of a line whose newline has not come yet
+        self._blank = False
+
+    def feed(self, chunk: bytes) -> list[str]:
         parts = chunk.split(b"\n")
-        pending += parts[0]
-        _check_line(len(pending), most, url, limit)
+        self._pending += parts[0]
+        self._check(len(self._pending))
         if len(parts) == 1:
-            continue
+            return []
+        out: list[str] = []
         # Complete lines: what was pending, then every part but the last, which starts the next line.
-        for line in (bytes(pending), *parts[1:-1]):
+        for line in (bytes(self._pending), *parts[1:-1]):
             line = line.removesuffix(b"\r")
             if not line:
-                if not blank:
-                    blank = True
-                    yield ""
+                if not self._blank:
+                    self._blank = True
+                    out.append("")
                 continue
-            _check_line(len(line), most, url, limit)
-            blank = False
-            yield line.decode("utf-8", "replace")
-        pending = bytearray(parts[-1])
-        _check_line(len(pending), most, url, limit)
-    last = pending.removesuffix(b"\r")
-    if last or (pending and not blank):
-        yield last.decode("utf-8", "replace")
+            self._check(len(line))
+            self._blank = False
+            out.append(line.decode("utf-8", "replace"))
+        self._pending = bytearray(parts[-1])
+        self._check(len(self._pending))
+        return out
+
+    def close(self) -> list[str]:
+        last = self._pending.removesuffix(b"\r")
+        return [last.decode("utf-8", "replace")] if last or (self._pending and not self._blank) else []
+
+    def _check(self, size: int) -> None:
+        if size > self._most:
+            raise ServerLimitExceeded(
+                self._limit, f"{self._url} sent a line of more than {self._most:,} bytes without a newline"
+            )
 
 
-def _check_line(size: int, most: int, url: str, limit: Limit) -> None:
-    if size > most:
-        raise ServerLimitExceeded(limit, f"{url} sent a line of more than {most:,} bytes without a newline")
+async def async_lines(response: httpx.Response, budget: AnswerBudget) -> AsyncIterator[str]:
+    """The lines of a streamed `response` read by an async client, by `lines`' rules: every decoding
+    layer counted against `budget`, each line within `stream_line_bytes`."""
+    split = Lines(budget.url)
+    async for piece in decoded_async(response, budget.url, budget.spend):
+        for line in split.feed(piece):
+            yield line
+    for line in split.close():
+        yield line
 
 
 def sse_data(lines: Iterable[str]) -> Iterator[str]:
-    """The `data` of each event of a server-sent event stream, its lines joined by `\\n`.
+    """The `data` of each event of a server-sent event stream (`SseEvents`), for lines read in order."""
+    events = SseEvents()
+    for line in lines:
+        data = events.feed(line)
+        if data is not None:
+            yield data
+
+
+class SseEvents:
+    """The `data` of each event of a server-sent event stream, its lines joined by `\\n`, fed a line at
+    a time.
 
     The field rules of the SSE spec (html.spec.whatwg.org, "event stream interpretation"), written here
     because httpx-sse parses only from a response it reads itself, line by unbounded line. Other fields
     (event, id, retry) say nothing a chat stream needs; an event without the blank line that ends it is
     dropped, as the spec says.
     """
-    data: list[str] = []
-    for line in lines:
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+
+    def feed(self, line: str) -> str | None:
+        """The event's data when `line` ends one, else None."""
         if not line:
-            if data:
-                yield "\n".join(data)
-                data = []
-            continue
+            data, self._data = self._data, []
+            return "\n".join(data) if data else None
         name, _, value = line.partition(":")
         if name == "data":
-            data.append(value.removeprefix(" "))
+            self._data.append(value.removeprefix(" "))
+        return None
 
 
 def read_body(
     response: httpx.Response, url: str, *, budget: AnswerBudget | None = None, limit: Limit = RESPONSE_BYTES
 ) -> str:
     """The whole (decoded) body of a streamed `response`, within `budget` or else `limit` bytes."""
-    most = int(limit.value)
-    size = 0
-
-    def spend(n: int) -> None:
-        nonlocal size
-        size += n
-        if size > most:
-            raise ServerLimitExceeded(limit, f"the answer from {url} went past {most:,} bytes")
-
     # Each decoding layer counts against the limit, so the body kept is within it too.
-    chunks = decoded(response, url, spend) if budget is None else budget.metered(response)
+    chunks = decoded(response, url, _Spent(url, limit).spend) if budget is None else budget.metered(response)
     return b"".join(chunks).decode(response.encoding or "utf-8", "replace")
+
+
+async def async_read_body(response: httpx.Response, url: str, limit: Limit = RESPONSE_BYTES) -> str:
+    """`read_body` for an async client."""
+    chunks = [piece async for piece in decoded_async(response, url, _Spent(url, limit).spend)]
+    return b"".join(chunks).decode(response.encoding or "utf-8", "replace")
+
+
+class _Spent:
+    """The bytes of a body read whole, counted against its limit."""
+
+    def __init__(self, url: str, limit: Limit) -> None:
+        self._url, self._limit, self._size = url, limit, 0
+
+    def spend(self, n: int) -> None:
+        self._size += n
+        most = int(self._limit.value)
+        if self._size > most:
+            raise ServerLimitExceeded(self._limit, f"the answer from {self._url} went past {most:,} bytes")
 
 
 def server_json(text: str, what: str) -> Any:

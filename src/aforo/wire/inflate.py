@@ -12,7 +12,7 @@ Codings are those httpx decodes here (gzip, deflate, identity); another is passe
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import httpx
 
@@ -30,14 +30,52 @@ def decoded(response: httpx.Response, url: str, spend: Callable[[int], None]) ->
     """The body of `response` with its Content-Encoding undone, in pieces of at most `STEP` bytes
     (or as they came, without one); `spend` is called with the size of each piece of every layer,
     the last one included, before anything reads it, and raises to stop."""
-    codings = layers(response, url)
-    chunks: Iterable[bytes] = response.iter_raw()
-    if not codings:
-        return _counted(chunks, spend)
-    # Encodings are listed in the order they were applied: undo the last first.
-    for coding in reversed(codings):
-        chunks = _counted(_Inflater(coding, url).inflate(chunks), spend)
-    return iter(chunks)
+    decoder = Decoder(layers(response, url), url, spend)
+    for raw in response.iter_raw():
+        yield from decoder.feed(raw)
+    yield from decoder.flush()
+
+
+async def decoded_async(
+    response: httpx.Response, url: str, spend: Callable[[int], None]
+) -> AsyncIterator[bytes]:
+    """`decoded` for a body an async client reads."""
+    decoder = Decoder(layers(response, url), url, spend)
+    async for raw in response.aiter_raw():
+        for piece in decoder.feed(raw):
+            yield piece
+    for piece in decoder.flush():
+        yield piece
+
+
+class Decoder:
+    """The layers of one answer's encoding, fed raw bytes as they arrive (a sync or an async body
+    alike) and giving back decoded pieces, each counted by `spend` at every layer."""
+
+    def __init__(self, codings: list[str], url: str, spend: Callable[[int], None]) -> None:
+        # Encodings are listed in the order they were applied: undo the last first.
+        self._layers = [_Inflater(coding, url) for coding in reversed(codings)]
+        self._spend = spend
+
+    def feed(self, raw: bytes) -> Iterator[bytes]:
+        return self._through(0, raw)
+
+    def flush(self) -> Iterator[bytes]:
+        """What the layers still hold once the body has ended, outer layer first."""
+        for i, layer in enumerate(self._layers):
+            for piece in layer.pieces(b""):
+                self._spend(len(piece))
+                yield from self._through(i + 1, piece)
+
+    def _through(self, i: int, data: bytes) -> Iterator[bytes]:
+        if i == len(self._layers):
+            if not self._layers:
+                self._spend(len(data))  # as it came: counted once, here
+            yield data
+            return
+        for piece in self._layers[i].pieces(data):
+            self._spend(len(piece))
+            yield from self._through(i + 1, piece)
 
 
 def layers(response: httpx.Response, url: str) -> list[str]:
@@ -52,12 +90,6 @@ def layers(response: httpx.Response, url: str) -> list[str]:
     return codings
 
 
-def _counted(chunks: Iterable[bytes], spend: Callable[[int], None]) -> Iterator[bytes]:
-    for chunk in chunks:
-        spend(len(chunk))
-        yield chunk
-
-
 class _Inflater:
     """One layer: its decompressor, and for deflate the raw form some servers send instead (as httpx
     tries it when the first bytes are not a zlib header)."""
@@ -68,13 +100,7 @@ class _Inflater:
         self._zlib = zlib.decompressobj(_WBITS[coding])
         self._may_be_raw = coding == "deflate"
 
-    def inflate(self, chunks: Iterable[bytes]) -> Iterator[bytes]:
-        for chunk in chunks:
-            yield from self._pieces(chunk)
-        # What zlib still holds once the input has ended.
-        yield from self._pieces(b"")
-
-    def _pieces(self, data: bytes) -> Iterator[bytes]:
+    def pieces(self, data: bytes) -> Iterator[bytes]:
         while True:
             piece = self._decompress(data)
             data = self._zlib.unconsumed_tail

@@ -1,10 +1,9 @@
-"""What a client sends, read as aforo's canonical `Request`, and a governed conversation written back.
+"""What a client sends, read as aforo's canonical `Request`.
 
 Three wire shapes come in: OpenAI's chat body (`/v1/chat/completions`), Ollama's `/api/chat` and its
 `/api/generate` (a prompt and a system text). Each becomes one `Request` the governor can count and
-admit. The client's own body is what goes upstream (every field it set, unknown ones too); only when
-the governor replaced the conversation (`--compact`) are its messages written again, through the same
-walk the providers use (`wire.chat`), so what was counted is what is sent.
+admit. The client's own body is what goes upstream (every field it set, unknown ones too), unless the
+governor replaced the conversation (`upstream_call.with_messages`).
 
 The body is untrusted: a field of the wrong type is a `BadRequest` naming it, never a traceback.
 """
@@ -15,10 +14,11 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from starlette.requests import Request as HttpRequest
+
+from aforo.errors import LimitExceeded
+from aforo.limits import SERVE_REQUEST_BYTES
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolSpec, ToolUse
-from aforo.providers.ollama import OLLAMA
-from aforo.wire.chat import chat_messages
-from aforo.wire.openai_chat import OPENAI
 
 Api = Literal["openai", "ollama_chat", "ollama_generate"]
 
@@ -49,10 +49,23 @@ class Inbound:
         return bool(self.body.get("stream", default))
 
 
+async def read_request(request: HttpRequest) -> bytes:
+    """The client's body, refused past `serve_request_bytes` before more of it is read."""
+    most = int(SERVE_REQUEST_BYTES.value)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > most:
+            raise LimitExceeded(SERVE_REQUEST_BYTES, "the request body")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 def read_inbound(api: Api, body: Any, max_tokens: int) -> Inbound:
     """The client's body as an `Inbound`; `max_tokens` is what the request reserves when it names none."""
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
+    _check_unicode(body)
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("'model' must name a model")
@@ -67,14 +80,25 @@ def read_inbound(api: Api, body: Any, max_tokens: int) -> Inbound:
     return Inbound(api, body, request)
 
 
-def with_messages(inbound: Inbound, request: Request) -> dict[str, Any]:
-    """The client's body, carrying the conversation of `request` (the governor replaced it)."""
-    body = dict(inbound.body)
-    if inbound.api == "ollama_generate":
-        body["prompt"] = "\n\n".join(m.text for m in request.messages)
-        return body
-    body["messages"] = chat_messages(request, OLLAMA if inbound.api == "ollama_chat" else OPENAI)
-    return body
+def _check_unicode(body: dict[str, Any]) -> None:
+    """JSON may write a lone surrogate (`"\\ud800"`), which is no character: no server takes it and
+    it cannot be sent on as UTF-8. Found here, where the client can be told which field holds it."""
+    stack: list[tuple[str, Any]] = [(key, value) for key, value in body.items()]
+    while stack:
+        where, value = stack.pop()
+        for text in (where, value) if isinstance(value, str) else (where,):
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                char = ascii(text[exc.start])[1:-1]
+                raise BadRequest(
+                    f"{ascii(where)[1:-1]}: a lone surrogate ({char}) at character {exc.start} is not text "
+                    "(a surrogate stands only in a pair); send the character itself, as UTF-8"
+                ) from None
+        if isinstance(value, dict):
+            stack += [(f"{where}.{key}", item) for key, item in value.items()]
+        elif isinstance(value, list):
+            stack += [(f"{where}[{i}]", item) for i, item in enumerate(value)]
 
 
 def _limit(body: dict[str, Any], api: Api) -> int | None:
