@@ -4,6 +4,8 @@ Each model a client names gets its room the way a run wires its lane (`wiring.op
 the served window, the probe cache, the exact counter), so the gateway and the assistant agree on every
 window. It listens on 127.0.0.1 unless `--host` says otherwise, and then only with `--key` (no open
 relay). Its first line of output is the URL it serves; then one line per governed request, on stderr.
+A user and password in the upstream's URL are taken out of it here and sent as Basic auth, so no URL it
+prints holds them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from starlette.applications import Starlette
 
 from aforo.cli.config import NOT_GIVEN, Config, load_config
 from aforo.cli.parsing import fail, subcommand_parser
-from aforo.cli.routes import Route
+from aforo.cli.routes import Route, split_credentials
 from aforo.cli.sanitize import sanitize
 from aforo.cli.wiring import open_lane
 from aforo.context.lanes import DEFAULT_LANE
@@ -160,8 +162,14 @@ class Built:
 
 def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Built:
     """The gateway in front of the server `cfg` names, recording in the state directory. Raises
-    ConfigError (no server there) or StoreError (telemetry cannot open)."""
-    client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0))
+    ConfigError (no server there, a URL that cannot be read) or StoreError (telemetry cannot open)."""
+    try:
+        base_url, credentials = split_credentials(cfg.base_url)
+    except ValueError as exc:
+        raise ConfigError(f"the upstream's URL cannot be read: {exc}") from None
+    cfg = replace(cfg, base_url=base_url)
+    auth = httpx.BasicAuth(*credentials) if credentials else None
+    client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0), auth=auth)
     try:
         server = detect_server(client, cfg.base_url, cfg.server, kinds=KINDS)
         telemetry = Telemetry()
@@ -178,12 +186,12 @@ def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Bui
 
     def open_room(model: str) -> Room:
         route = Route(DEFAULT_LANE, cfg.base_url, model, cfg.context_window, cfg.context_window_source)
-        lane = open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind)
+        lane = open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind, auth=auth)
         known = lane.window_known
         return Room(model, lane.kind, lane.server, lane.budget, lane.provider, lane.counter, known)
 
     gateway = Gateway(Rooms(open_room), journal, cfg.policy, log, compact=compact)
-    app = make_app(gateway, Upstream(server.root_url, cfg.api_key), key=key, log=log)
+    app = make_app(gateway, Upstream(server.root_url, cfg.api_key, auth), key=key, log=log)
 
     def close() -> None:
         telemetry.close()

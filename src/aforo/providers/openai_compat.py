@@ -240,6 +240,7 @@ class OpenAICompatProvider(Closing):
         deadlines: Deadlines = DEFAULT_DEADLINES,
         retries: int = 2,
         extra_body: dict[str, Any] | None = None,
+        auth: httpx.BasicAuth | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"--base-url must start with http:// or https://, got {base_url!r}")
@@ -249,7 +250,7 @@ class OpenAICompatProvider(Closing):
         self.retries = retries
         self.extra_body = dict(extra_body or {})  # fields only some servers understand
         self.deadlines = deadlines
-        self._client = deadlines.client({"Authorization": f"Bearer {api_key}"} if api_key else {})
+        self._client = deadlines.client({"Authorization": f"Bearer {api_key}"} if api_key else {}, auth)
 
     def close(self) -> None:
         self._client.close()

@@ -79,6 +79,7 @@ T = TypeVar("T")
 class Upstream:
     root_url: str  # the server's root (its own endpoints); OpenAI's live under /v1
     api_key: str | None = None  # sent upstream as a bearer token
+    auth: httpx.BasicAuth | None = None  # the user and password its URL had (`cli.routes.split_credentials`)
 
 
 class _Disconnected(Exception):
@@ -98,7 +99,9 @@ def make_app(
             timeout = httpx.Timeout(float(READ_TIMEOUT.value), connect=10.0)
             auth = {"Authorization": f"Bearer {upstream.api_key}"} if upstream.api_key else {}
             limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
-            state["client"] = httpx.AsyncClient(timeout=timeout, headers=auth, limits=limits)
+            state["client"] = httpx.AsyncClient(
+                timeout=timeout, headers=auth, limits=limits, auth=upstream.auth
+            )
         return state["client"]
 
     @asynccontextmanager
