@@ -178,3 +178,21 @@ SERVE_MODELS = limit("serve_models", 64, "models", "models one aforo serve opens
 SERVE_CONVERSATIONS = limit(
     "serve_conversations", 256, "conversations", "conversations aforo serve follows (the oldest idle goes)"
 )
+# A model name is a short tag or a path (`hf.co/org/repo:Q4_K_M`, `/models/Qwen2.5-Coder-1.5B`); a longer
+# one is no name but a client filling the log and the telemetry with it, request after request.
+SERVE_MODEL_CHARS = limit(
+    "serve_model_chars", 1024, "characters", "a model name a client sends to aforo serve"
+)
+
+# --- what aforo records or prints (store/telemetry, aforo serve's log) ---------------------------------
+RECORD_CHARS = limit(
+    "record_chars", 2000, "characters", "one text a telemetry row or a log line of aforo serve records"
+)
+
+
+def clipped(text: str, most: int) -> str:
+    """`text`, or its first `most` characters and how many more there were: what a record holds of a string
+    nobody bounded before (a client's, a server's)."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}… ({len(text) - most:,} more characters)"

@@ -29,6 +29,7 @@ from aforo.cli.wiring import open_lane
 from aforo.context.lanes import DEFAULT_LANE
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import ContextAction, Event, EventSink, Info, Warning
+from aforo.limits import RECORD_CHARS, clipped
 from aforo.messages import Request
 from aforo.serve.app import Upstream, make_app
 from aforo.serve.gateway import Gateway
@@ -227,4 +228,5 @@ def _log(event: Event) -> None:
         line = f"{event.action} {event.before} -> {event.after} tokens (checkpoint {event.checkpoint})"
     else:
         return
-    print(sanitize(f"aforo serve: {line}", one_line=True), file=sys.stderr, flush=True)
+    shown = clipped(sanitize(f"aforo serve: {line}", one_line=True), int(RECORD_CHARS.value))
+    print(shown, file=sys.stderr, flush=True)

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from aforo.limits import SERVE_MODEL_CHARS
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolSpec, ToolUse
 from aforo.providers.ollama import OLLAMA
 from aforo.wire.chat import chat_messages
@@ -56,6 +57,8 @@ def read_inbound(api: Api, body: Any, max_tokens: int) -> Inbound:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("'model' must name a model")
+    if len(model) > SERVE_MODEL_CHARS.value:
+        raise BadRequest(f"'model' has {len(model):,} characters, past {SERVE_MODEL_CHARS.describe()}")
     if api == "ollama_generate":
         system, messages = _generate(body)
         tools: tuple[ToolSpec, ...] = ()
