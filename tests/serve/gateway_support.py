@@ -23,8 +23,11 @@ def gateway(
     compact: bool = False,
     key: str | None = None,
     policy: Policy | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> Iterator[tuple[str, list[Event]]]:
-    """`upstream` is an ASGI app (started here) or a URL; yields the gateway's URL and what it logged."""
+    """`upstream` is an ASGI app (started here) or a URL; yields the gateway's URL and what it logged.
+    `settings`: uvicorn's, for the gateway's own server (`aforo.serve.connections.server_settings()`;
+    uvicorn's defaults if None)."""
     events: list[Event] = []
     with LiveServer(upstream) if not isinstance(upstream, str) else nullcontext() as live:
         url = upstream if isinstance(upstream, str) else live.url
@@ -34,7 +37,7 @@ def gateway(
             cfg = replace(cfg, policy=policy)
         built = build(cfg, compact=compact, key=key, log=events.append)
         try:
-            with LiveServer(built.app) as front:
+            with LiveServer(built.app, **(settings or {})) as front:
                 yield front.url, events
         finally:
             built.close()

@@ -4,6 +4,7 @@ Each model a client names gets its room the way a run wires its lane (`wiring.op
 the served window, the probe cache, the exact counter), so the gateway and the assistant agree on every
 window. It listens on 127.0.0.1 unless `--host` says otherwise, and then only with `--key` (no open
 relay). Its first line of output is the URL it serves; then one line per governed request, on stderr.
+At its edge (`serve.connections`) it bounds how long a request and how many connections it waits for.
 A user and password in the upstream's URL are taken out of it here and sent as Basic auth, so no URL it
 prints holds them.
 """
@@ -32,6 +33,7 @@ from aforo.events import ContextAction, Event, EventSink, Info, Warning
 from aforo.limits import RECORD_CHARS, clipped
 from aforo.messages import Request
 from aforo.serve.app import Upstream, make_app
+from aforo.serve.connections import raise_descriptor_limit, server_settings
 from aforo.serve.gateway import Gateway
 from aforo.serve.rooms import Room, Rooms
 from aforo.server_kinds import KINDS, SERVER_KINDS
@@ -137,6 +139,7 @@ def serve_run(args: argparse.Namespace) -> int:
     except (ConfigError, StoreError) as exc:
         fail(exc)
         return 2
+    raise_descriptor_limit()
     try:
         sock = socket.create_server((args.host, args.port))
     except OSError as exc:
@@ -146,7 +149,7 @@ def serve_run(args: argparse.Namespace) -> int:
     print(f"http://{args.host}:{port}", flush=True)
     doing = "compacting" if args.compact else "refusing what does not fit"
     print(sanitize(f"aforo serve: {built.describe}; {doing}"), file=sys.stderr, flush=True)
-    config = uvicorn.Config(built.app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(built.app, log_level="warning", lifespan="on", **server_settings())
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
