@@ -206,6 +206,7 @@ SERVE_CONNECTIONS = limit(
     "clients connected to aforo serve at once (fewer where few descriptors are allowed)",
 )
 RESERVED_DESCRIPTORS = 64
+SERVE_KEY_BYTES = limit("serve_key_bytes", 4 * KiB, "bytes", "the key file of aforo serve (--key-file)")
 
 # --- what aforo records or prints (store/telemetry, aforo serve's log) ---------------------------------
 RECORD_CHARS = limit(

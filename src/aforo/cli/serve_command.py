@@ -2,7 +2,7 @@
 
 Each model a client names gets its room the way a run wires its lane (`wiring.open_lane`: detection,
 the served window, the probe cache, the exact counter), so the gateway and the assistant agree on every
-window. It listens on 127.0.0.1 unless `--host` says otherwise, and then only with `--key` (no open
+window. It listens on 127.0.0.1 unless `--host` says otherwise, and then only with a key (no open
 relay). Its first line of output is the URL it serves; then one line per governed request, on stderr.
 At its edge (`serve.connections`) it bounds how long a request and how many connections it waits for.
 A user and password in the upstream's URL are taken out of it here and sent as Basic auth, so no URL it
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from aforo.cli.config import NOT_GIVEN, Config, load_config
 from aforo.cli.parsing import fail, subcommand_parser
 from aforo.cli.routes import Route, split_credentials
 from aforo.cli.sanitize import sanitize
+from aforo.cli.serve_key import VISIBLE, serve_key
 from aforo.cli.wiring import open_lane
 from aforo.context.lanes import DEFAULT_LANE
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
@@ -78,8 +80,12 @@ def serve_parser() -> argparse.ArgumentParser:
         help=f"the address to listen on (default {LOCALHOST}; another needs --key)",
     )
     parser.add_argument(
-        "--key", default=None, help="the key every client must send (Authorization: Bearer KEY)"
+        "--key",
+        default=None,
+        help="the key every client must send (Authorization: Bearer KEY); every local user can read a "
+        "command line: prefer AFORO_SERVE_KEY or --key-file",
     )
+    parser.add_argument("--key-file", default=None, metavar="PATH", help="the key, on the first line of PATH")
     parser.add_argument(
         "--compact",
         action="store_true",
@@ -104,11 +110,21 @@ def serve_parser() -> argparse.ArgumentParser:
 def serve_run(args: argparse.Namespace) -> int:
     if args.checkpoint:
         return _print_checkpoint(args.checkpoint)
-    if args.host != LOCALHOST and not args.key:
+    try:
+        key = serve_key(args.key, args.key_file, os.environ)
+    except (ConfigError, LimitExceeded) as exc:
+        fail(exc)
+        return 2
+    if args.host != LOCALHOST and not key:
         fail(
-            ConfigError(f"--host {args.host} serves others too: pass --key KEY, which every client must send")
+            ConfigError(
+                f"--host {args.host} serves others too: give a key, which every client must send "
+                "(AFORO_SERVE_KEY=KEY, --key-file PATH or --key KEY)"
+            )
         )
         return 2
+    if args.key:
+        _log(Warning(message=VISIBLE))
     flags = {
         "workspace": args.workspace,
         "base_url": args.upstream,
@@ -135,7 +151,7 @@ def serve_run(args: argparse.Namespace) -> int:
             return 1
         cfg = replace(cfg, base_url=engine.url)
     try:
-        built = build(cfg, compact=args.compact, key=args.key, log=_log)
+        built = build(cfg, compact=args.compact, key=key, log=_log)
     except (ConfigError, StoreError) as exc:
         fail(exc)
         return 2
