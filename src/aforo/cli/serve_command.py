@@ -4,14 +4,15 @@ Each model a client names gets its room the way a run wires its lane (`wiring.op
 the served window, the probe cache, the exact counter), so the gateway and the assistant agree on every
 window. It listens on 127.0.0.1 unless `--host` says otherwise, and then only with a key (no open
 relay). Its first line of output is the URL it serves; then one line per governed request, on stderr.
-At its edge (`serve.connections`) it bounds how long a request and how many connections it waits for.
-A user and password in the upstream's URL are taken out of it here and sent as Basic auth, so no URL it
-prints holds them.
+At its edge (`serve.guard`, `serve.connections`) it refuses what a web page in the user's browser could
+make of it, and bounds how long a request and how many connections it waits for. A user and password in
+the upstream's URL are taken out of it here and sent as Basic auth, so no URL it prints holds them.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
 import os
 import socket
@@ -21,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import httpx
 import uvicorn
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from aforo.cli.config import NOT_GIVEN, Config, load_config
 from aforo.cli.parsing import fail, subcommand_parser
@@ -34,9 +35,12 @@ from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import ContextAction, Event, EventSink, Info, Warning
 from aforo.limits import RECORD_CHARS, clipped
 from aforo.messages import Request
-from aforo.serve.app import Upstream, make_app
+from aforo.serve.app import COMPACTED, USED, VERDICT, WINDOW, Upstream, make_app
 from aforo.serve.connections import raise_descriptor_limit, server_settings
 from aforo.serve.gateway import Gateway
+from aforo.serve.guard import Guard
+from aforo.serve.origins import ENV as ORIGINS_ENV
+from aforo.serve.origins import Origins, allowed_origins
 from aforo.serve.rooms import Room, Rooms
 from aforo.server_kinds import KINDS, SERVER_KINDS
 from aforo.servers.detect import detect_server
@@ -87,6 +91,14 @@ def serve_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--key-file", default=None, metavar="PATH", help="the key, on the first line of PATH")
     parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web page that may use the gateway besides this machine's, as scheme://host[:port] (* for "
+        f"any run of a host's characters; repeatable; also {ORIGINS_ENV}, comma-separated)",
+    )
+    parser.add_argument(
         "--compact",
         action="store_true",
         help="clear and compact the conversation (checkpoint first) instead of refusing it",
@@ -112,6 +124,7 @@ def serve_run(args: argparse.Namespace) -> int:
         return _print_checkpoint(args.checkpoint)
     try:
         key = serve_key(args.key, args.key_file, os.environ)
+        origins = allowed_origins(args.allow_origin, dict(os.environ))
     except (ConfigError, LimitExceeded) as exc:
         fail(exc)
         return 2
@@ -150,8 +163,9 @@ def serve_run(args: argparse.Namespace) -> int:
             fail(exc)
             return 1
         cfg = replace(cfg, base_url=engine.url)
+    edge = Edge(origins, loopback=_loopback(args.host))
     try:
-        built = build(cfg, compact=args.compact, key=key, log=_log)
+        built = build(cfg, compact=args.compact, key=key, log=_log, edge=edge)
     except (ConfigError, StoreError) as exc:
         fail(exc)
         return 2
@@ -173,16 +187,27 @@ def serve_run(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class Edge:
+    """What the guard lets in: the web pages allowed, and whether only local host names are answered
+    (the gateway listens on a loopback address)."""
+
+    origins: Origins
+    loopback: bool = True
+
+
 @dataclass
 class Built:
-    app: Starlette
+    app: ASGIApp
     describe: str  # the server behind it and the session its records go to
     close: Callable[[], None]
 
 
-def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Built:
-    """The gateway in front of the server `cfg` names, recording in the state directory. Raises
-    ConfigError (no server there, a URL that cannot be read) or StoreError (telemetry cannot open)."""
+def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink, edge: Edge | None = None) -> Built:
+    """The gateway in front of the server `cfg` names, recording in the state directory; `edge`: this
+    machine's pages only, on a loopback address, unless given. Raises ConfigError (no server there, a
+    URL that cannot be read) or StoreError (telemetry cannot open)."""
+    edge = edge or Edge(allowed_origins((), {}))
     try:
         base_url, credentials = split_credentials(cfg.base_url)
     except ValueError as exc:
@@ -212,12 +237,13 @@ def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Bui
 
     gateway = Gateway(Rooms(open_room), journal, cfg.policy, log, compact=compact)
     app = make_app(gateway, Upstream(server.root_url, cfg.api_key, auth), key=key, log=log)
+    guarded = Guard(app, edge.origins, loopback=edge.loopback, exposed=(USED, WINDOW, VERDICT, COMPACTED))
 
     def close() -> None:
         telemetry.close()
         client.close()
 
-    return Built(app, f"{server.kind} at {server.root_url}; session {session}", close)
+    return Built(guarded, f"{server.kind} at {server.root_url}; session {session}", close)
 
 
 def _print_checkpoint(wanted: str) -> int:
@@ -249,3 +275,10 @@ def _log(event: Event) -> None:
         return
     shown = clipped(sanitize(f"aforo serve: {line}", one_line=True), int(RECORD_CHARS.value))
     print(shown, file=sys.stderr, flush=True)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
