@@ -18,6 +18,7 @@ BENCHES = (
     "faults_memory.py",
     "repomap.py",
     "gateway.py",
+    "gateway_flood.py",
 )
 
 

@@ -185,3 +185,45 @@ SERVE_ANSWER_BYTES = limit(
 SERVE_CONVERSATIONS = limit(
     "serve_conversations", 256, "conversations", "conversations aforo serve follows (the oldest idle goes)"
 )
+# A model name is a short tag or a path (`hf.co/org/repo:Q4_K_M`, `/models/Qwen2.5-Coder-1.5B`); a longer
+# one is no name but a client filling the log and the telemetry with it, request after request.
+SERVE_MODEL_CHARS = limit(
+    "serve_model_chars", 1024, "characters", "a model name a client sends to aforo serve"
+)
+
+# uvicorn reads no timeout into a request until its first answer: without one, a client that sends half a
+# header (or one byte of its body) and waits holds its connection, and its descriptor, for ever.
+SERVE_REQUEST_SECONDS = limit(
+    "serve_request_seconds", 60, "seconds", "a client's time to send one request whole (headers and body)"
+)
+SERVE_IDLE_SECONDS = limit(
+    "serve_idle_seconds", 5, "seconds", "a client's connection kept open between its requests"
+)
+SERVE_HEADER_BYTES = limit(
+    "serve_header_bytes", 16 * KiB, "bytes", "the request line and headers of a request"
+)
+# Each request the gateway passes on also holds a descriptor upstream, and the process needs some of its
+# own (the telemetry, checkpoints, the listening socket): at most half of what the process may open
+# after `RESERVED_DESCRIPTORS` (and the connections being accepted, `gateway.connections.connection_cap`),
+# so that a flood of connections never leaves it unable to accept one.
+SERVE_CONNECTIONS = limit(
+    "serve_connections",
+    512,
+    "connections",
+    "clients connected to aforo serve at once (fewer where few descriptors are allowed)",
+)
+RESERVED_DESCRIPTORS = 64
+SERVE_KEY_BYTES = limit("serve_key_bytes", 4 * KiB, "bytes", "the key file of aforo serve (--key-file)")
+
+# --- what aforo records or prints (store/telemetry, aforo serve's log) ---------------------------------
+RECORD_CHARS = limit(
+    "record_chars", 2000, "characters", "one text a telemetry row or a log line of aforo serve records"
+)
+
+
+def clipped(text: str, most: int) -> str:
+    """`text`, or its first `most` characters and how many more there were: what a record holds of a string
+    nobody bounded before (a client's, a server's)."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most]}… ({len(text) - most:,} more characters)"

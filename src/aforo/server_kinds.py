@@ -45,6 +45,7 @@ def openai_compat(
         api_key=conn.api_key,
         deadlines=conn.deadlines,
         extra_body=extra_body,
+        auth=conn.auth,
     )
 
 
@@ -60,6 +61,7 @@ def ollama_native(server: ServerInfo, model: str, conn: Connection) -> Provider:
         num_ctx=conn.window,
         version=server.version,
         deadlines=conn.deadlines,
+        auth=conn.auth,
     )
 
 

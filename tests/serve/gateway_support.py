@@ -8,7 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from aforo.cli.config import NOT_GIVEN, load_config
-from aforo.cli.serve_command import build
+from aforo.cli.serve_command import Edge, build
 from aforo.context.policy import Policy
 from aforo.events import Event
 from support.live_server import LiveServer
@@ -23,8 +23,12 @@ def gateway(
     compact: bool = False,
     key: str | None = None,
     policy: Policy | None = None,
+    edge: Edge | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> Iterator[tuple[str, list[Event]]]:
-    """`upstream` is an ASGI app (started here) or a URL; yields the gateway's URL and what it logged."""
+    """`upstream` is an ASGI app (started here) or a URL; yields the gateway's URL and what it logged.
+    `edge`: what its guard lets in (this machine's pages, on 127.0.0.1); `settings`: uvicorn's, for the
+    gateway's own server (`aforo.gateway.connections.server_settings()`; uvicorn's defaults if None)."""
     events: list[Event] = []
     with LiveServer(upstream) if not isinstance(upstream, str) else nullcontext() as live:
         url = upstream if isinstance(upstream, str) else live.url
@@ -32,9 +36,9 @@ def gateway(
         cfg = load_config(flags)
         if policy is not None:
             cfg = replace(cfg, policy=policy)
-        built = build(cfg, compact=compact, key=key, log=events.append)
+        built = build(cfg, compact=compact, key=key, log=events.append, edge=edge)
         try:
-            with LiveServer(built.app) as front:
+            with LiveServer(built.app, **(settings or {})) as front:
                 yield front.url, events
         finally:
             built.close()

@@ -45,7 +45,10 @@ def test_the_first_line_is_the_url_and_a_client_gets_its_answer_there(configured
 def test_another_address_needs_a_key() -> None:
     run = run_cli("serve", "--host", "0.0.0.0", "--upstream", "http://127.0.0.1:9")
     assert run.code == 2
-    assert "pass --key KEY" in run.err
+    assert (
+        "give a key, which every client must send (AFORO_SERVE_KEY=KEY, --key-file PATH or --key KEY)"
+        in run.err
+    )
 
 
 def test_local_serves_the_engine_it_starts_and_stops_it_on_exit(

@@ -27,9 +27,12 @@ def free_port() -> int:
 class LiveServer:
     """`port` 0 (the default) lets the kernel pick a free port; `.port` is the one the server got."""
 
-    def __init__(self, app: Any, port: int = 0) -> None:
+    def __init__(self, app: Any, port: int = 0, **settings: Any) -> None:
+        """`settings`: more of uvicorn's (`aforo.gateway.connections.server_settings()`, say)."""
         self.port = port
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="off")
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=port, log_level="error", lifespan="off", **settings
+        )
         self._server = uvicorn.Server(config)
         self._sock: socket.socket | None = None
 

@@ -14,6 +14,7 @@ that has one, only once the user trusted that file (SPEC §8; aforo.cli.config's
 from __future__ import annotations
 
 import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -90,6 +91,18 @@ def check_base_url(url: str, named: str) -> None:
         )
     if scheme.lower() not in ("http", "https") or not rest.strip("/"):
         raise ConfigError(f"{named} {url!r} is not an http:// or https:// URL with a host")
+
+
+def split_credentials(url: str) -> tuple[str, tuple[str, str] | None]:
+    """`http://user:PASSWORD@host:port/path` as the URL without its user and password, and them (decoded):
+    the URL is printed, recorded and put in error messages; the credentials go in a header only."""
+    parts = urllib.parse.urlsplit(url.strip())
+    userinfo, at, hostport = parts.netloc.rpartition("@")
+    if not at:
+        return url, None
+    user, _, password = userinfo.partition(":")
+    bare = urllib.parse.urlunsplit(parts._replace(netloc=hostport))
+    return bare, (urllib.parse.unquote(user), urllib.parse.unquote(password))
 
 
 def routing_keys(values: Mapping[str, Any], lanes: Mapping[str, LaneConfig]) -> list[str]:

@@ -2,14 +2,19 @@
 
 Each model a client names gets its lane the way a run wires its own (`wiring.open_lane`: detection,
 the served window, the probe cache, the exact counter), so the gateway and the assistant agree on every
-window. It listens on 127.0.0.1 unless `--host` says otherwise, and then only with `--key` (no open
+window. It listens on 127.0.0.1 unless `--host` says otherwise, and then only with a key (no open
 relay). Its first line of output is the URL it serves; then one line per governed request, on stderr.
+At its edge (`gateway.guard`, `gateway.connections`) it refuses what a web page in the user's browser could
+make of it, and bounds how long a request and how many connections it waits for. A user and password in
+the upstream's URL are taken out of it here and sent as Basic auth, so no URL it prints holds them.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import json
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -17,20 +22,27 @@ from dataclasses import dataclass, replace
 
 import httpx
 import uvicorn
-from starlette.applications import Starlette
+from starlette.types import ASGIApp
 
 from aforo.cli.config import NOT_GIVEN, Config, load_config
 from aforo.cli.parsing import fail, subcommand_parser
-from aforo.cli.routes import Route
+from aforo.cli.routes import Route, split_credentials
 from aforo.cli.sanitize import sanitize
+from aforo.cli.serve_key import VISIBLE, serve_key
 from aforo.cli.wiring import open_lane
 from aforo.context.lanes import DEFAULT_LANE
 from aforo.errors import AforoError, ConfigError, LimitExceeded, StoreError
 from aforo.events import ContextAction, Event, EventSink, Info, Warning
 from aforo.gateway.app import make_app
+from aforo.gateway.connections import raise_descriptor_limit, server_settings
 from aforo.gateway.decisions import Gateway
+from aforo.gateway.guard import Guard
 from aforo.gateway.model_lanes import ModelLanes
+from aforo.gateway.origins import ENV as ORIGINS_ENV
+from aforo.gateway.origins import Origins, allowed_origins
 from aforo.gateway.upstream import Upstream
+from aforo.gateway.upstream_leg import COMPACTED, USED, VERDICT, WINDOW
+from aforo.limits import RECORD_CHARS, clipped
 from aforo.messages import Request
 from aforo.server_kinds import KINDS, SERVER_KINDS
 from aforo.servers.detect import detect_server
@@ -75,7 +87,19 @@ def serve_parser() -> argparse.ArgumentParser:
         help=f"the address to listen on (default {LOCALHOST}; another needs --key)",
     )
     parser.add_argument(
-        "--key", default=None, help="the key every client must send (Authorization: Bearer KEY)"
+        "--key",
+        default=None,
+        help="the key every client must send (Authorization: Bearer KEY); every local user can read a "
+        "command line: prefer AFORO_SERVE_KEY or --key-file",
+    )
+    parser.add_argument("--key-file", default=None, metavar="PATH", help="the key, on the first line of PATH")
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a web page that may use the gateway besides this machine's, as scheme://host[:port] (* for "
+        f"any run of a host's characters; repeatable; also {ORIGINS_ENV}, comma-separated)",
     )
     parser.add_argument(
         "--compact",
@@ -101,11 +125,22 @@ def serve_parser() -> argparse.ArgumentParser:
 def serve_run(args: argparse.Namespace) -> int:
     if args.checkpoint:
         return _print_checkpoint(args.checkpoint)
-    if args.host != LOCALHOST and not args.key:
+    try:
+        key = serve_key(args.key, args.key_file, os.environ)
+        origins = allowed_origins(args.allow_origin, dict(os.environ))
+    except (ConfigError, LimitExceeded) as exc:
+        fail(exc)
+        return 2
+    if args.host != LOCALHOST and not key:
         fail(
-            ConfigError(f"--host {args.host} serves others too: pass --key KEY, which every client must send")
+            ConfigError(
+                f"--host {args.host} serves others too: give a key, which every client must send "
+                "(AFORO_SERVE_KEY=KEY, --key-file PATH or --key KEY)"
+            )
         )
         return 2
+    if args.key:
+        _log(Warning(message=VISIBLE))
     flags = {
         "workspace": args.workspace,
         "base_url": args.upstream,
@@ -131,11 +166,13 @@ def serve_run(args: argparse.Namespace) -> int:
             fail(exc)
             return 1
         cfg = replace(cfg, base_url=engine.url)
+    edge = Edge(origins, loopback=_loopback(args.host))
     try:
-        built = build(cfg, compact=args.compact, key=args.key, log=_log)
+        built = build(cfg, compact=args.compact, key=key, log=_log, edge=edge)
     except (ConfigError, StoreError) as exc:
         fail(exc)
         return 2
+    raise_descriptor_limit()
     try:
         sock = socket.create_server((args.host, args.port))
     except OSError as exc:
@@ -145,7 +182,7 @@ def serve_run(args: argparse.Namespace) -> int:
     print(f"http://{args.host}:{port}", flush=True)
     doing = "compacting" if args.compact else "refusing what does not fit"
     print(sanitize(f"aforo serve: {built.describe}; {doing}"), file=sys.stderr, flush=True)
-    config = uvicorn.Config(built.app, log_level="warning", lifespan="on")
+    config = uvicorn.Config(built.app, log_level="warning", lifespan="on", **server_settings())
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:
@@ -153,17 +190,34 @@ def serve_run(args: argparse.Namespace) -> int:
     return 0
 
 
+@dataclass(frozen=True)
+class Edge:
+    """What the guard lets in: the web pages allowed, and whether only local host names are answered
+    (the gateway listens on a loopback address)."""
+
+    origins: Origins
+    loopback: bool = True
+
+
 @dataclass
 class Built:
-    app: Starlette
+    app: ASGIApp
     describe: str  # the server behind it and the session its records go to
     close: Callable[[], None]
 
 
-def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Built:
-    """The gateway in front of the server `cfg` names, recording in the state directory. Raises
-    ConfigError (no server there) or StoreError (telemetry cannot open)."""
-    client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0))
+def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink, edge: Edge | None = None) -> Built:
+    """The gateway in front of the server `cfg` names, recording in the state directory; `edge`: this
+    machine's pages only, on a loopback address, unless given. Raises ConfigError (no server there, a
+    URL that cannot be read) or StoreError (telemetry cannot open)."""
+    edge = edge or Edge(allowed_origins((), {}))
+    try:
+        base_url, credentials = split_credentials(cfg.base_url)
+    except ValueError as exc:
+        raise ConfigError(f"the upstream's URL cannot be read: {exc}") from None
+    cfg = replace(cfg, base_url=base_url)
+    auth = httpx.BasicAuth(*credentials) if credentials else None
+    client = httpx.Client(timeout=httpx.Timeout(30.0, connect=5.0), auth=auth)
     try:
         server = detect_server(client, cfg.base_url, cfg.server, kinds=KINDS)
         telemetry = Telemetry()
@@ -180,16 +234,17 @@ def build(cfg: Config, *, compact: bool, key: str | None, log: EventSink) -> Bui
 
     def open_model(model: str) -> OpenLane:
         route = Route(DEFAULT_LANE, cfg.base_url, model, cfg.context_window, cfg.context_window_source)
-        return open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind)
+        return open_lane(client, route, replace(cfg, model=model), log, KINDS, hint=server.kind, auth=auth)
 
     gateway = Gateway(ModelLanes(open_model), journal, cfg.policy, log, compact=compact)
-    app = make_app(gateway, Upstream(server.root_url, cfg.api_key), key=key, log=log)
+    app = make_app(gateway, Upstream(server.root_url, cfg.api_key, auth), key=key, log=log)
+    guarded = Guard(app, edge.origins, loopback=edge.loopback, exposed=(USED, WINDOW, VERDICT, COMPACTED))
 
     def close() -> None:
         telemetry.close()
         client.close()
 
-    return Built(app, f"{server.kind} at {server.root_url}; session {session}", close)
+    return Built(guarded, f"{server.kind} at {server.root_url}; session {session}", close)
 
 
 def _print_checkpoint(wanted: str) -> int:
@@ -219,4 +274,12 @@ def _log(event: Event) -> None:
         line = f"{event.action} {event.before} -> {event.after} tokens (checkpoint {event.checkpoint})"
     else:
         return
-    print(sanitize(f"aforo serve: {line}", one_line=True), file=sys.stderr, flush=True)
+    shown = clipped(sanitize(f"aforo serve: {line}", one_line=True), int(RECORD_CHARS.value))
+    print(shown, file=sys.stderr, flush=True)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -61,8 +61,10 @@ def open_lane(
     *,
     hint: str | None,
     tokenizer: Path | None = None,
+    auth: httpx.BasicAuth | None = None,
 ) -> OpenLane:
-    """Wire one lane; `hint` is its server's kind when already known (skips detection)."""
+    """Wire one lane; `hint` is its server's kind when already known (skips detection); `auth` the
+    server's Basic credentials, for its provider (`client` carries them for the rest)."""
     server = detect_server(client, route.base_url, hint, kinds=kinds, model=route.model)
     kind = kind_named(kinds, server.kind)
     # Detection recognised no kind (none was named: --server is believed), and it lists nothing.
@@ -93,7 +95,8 @@ def open_lane(
     for warning in resolution.warnings:
         emit(Warning(message=warning.removeprefix("! ")))
     budget = Budget(resolution.window, cfg.max_tokens, resolution.source)
-    connection = Connection(budget.window, cfg.api_key, Deadlines(cfg.read_timeout, cfg.answer_timeout))
+    deadlines = Deadlines(cfg.read_timeout, cfg.answer_timeout)
+    connection = Connection(budget.window, cfg.api_key, deadlines, auth)
     provider = kind.provider(server, model, connection)
     counter = make_counter(kind.counter, client, server.root_url, model, tokenizer)
     known = served is not None or remembered is not None

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from starlette.requests import Request as HttpRequest
 
 from aforo.errors import LimitExceeded
-from aforo.limits import SERVE_REQUEST_BYTES
+from aforo.limits import SERVE_MODEL_CHARS, SERVE_REQUEST_BYTES
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolSpec, ToolUse
 
 Api = Literal["openai", "ollama_chat", "ollama_generate"]
@@ -69,6 +69,8 @@ def read_inbound(api: Api, body: Any, max_tokens: int) -> Inbound:
     model = body.get("model")
     if not isinstance(model, str) or not model:
         raise BadRequest("'model' must name a model")
+    if len(model) > SERVE_MODEL_CHARS.value:
+        raise BadRequest(f"'model' has {len(model):,} characters, past {SERVE_MODEL_CHARS.describe()}")
     if api == "ollama_generate":
         system, messages = _generate(body)
         tools: tuple[ToolSpec, ...] = ()

@@ -14,6 +14,7 @@ from aforo.wire.bounded import async_read_body
 class Upstream:
     root_url: str  # the server's root (its own endpoints); OpenAI's live under /v1
     api_key: str | None = None  # sent upstream as a bearer token
+    auth: httpx.BasicAuth | None = None  # the user and password its URL had (`cli.routes.split_credentials`)
 
 
 class UpstreamClient:
@@ -29,7 +30,9 @@ class UpstreamClient:
             key = self.upstream.api_key
             auth = {"Authorization": f"Bearer {key}"} if key else {}
             limits = httpx.Limits(max_connections=256, max_keepalive_connections=64)
-            self._client = httpx.AsyncClient(timeout=timeout, headers=auth, limits=limits)
+            self._client = httpx.AsyncClient(
+                timeout=timeout, headers=auth, limits=limits, auth=self.upstream.auth
+            )
         return self._client
 
     async def read_whole(self, resp: httpx.Response, url: str) -> str:

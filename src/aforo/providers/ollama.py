@@ -110,6 +110,7 @@ class OllamaProvider(Closing):
         num_ctx: int,
         version: str | None = None,
         deadlines: Deadlines = DEFAULT_DEADLINES,
+        auth: httpx.BasicAuth | None = None,
     ) -> None:
         self.root_url, _ = normalize_base_url(base_url)
         self.url = f"{self.root_url}/api/chat"
@@ -118,7 +119,7 @@ class OllamaProvider(Closing):
         self._version = version
         self._version_asked = version is not None
         self.deadlines = deadlines
-        self._client = deadlines.client()
+        self._client = deadlines.client(auth=auth)
         # Ollama gives calls no ids; ours must be unique across a conversation that may span several
         # runs (a resumed session), hence a per-instance tag before the counter.
         self._call_tag = uuid.uuid4().hex[:6]

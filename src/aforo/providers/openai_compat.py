@@ -200,6 +200,7 @@ class OpenAICompatProvider(Closing):
         deadlines: Deadlines = DEFAULT_DEADLINES,
         retries: int = 2,
         extra_body: dict[str, Any] | None = None,
+        auth: httpx.BasicAuth | None = None,
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ConfigError(f"--base-url must start with http:// or https://, got {base_url!r}")
@@ -209,7 +210,7 @@ class OpenAICompatProvider(Closing):
         self.retries = retries
         self.extra_body = dict(extra_body or {})  # fields only some servers understand
         self.deadlines = deadlines
-        self._client = deadlines.client({"Authorization": f"Bearer {api_key}"} if api_key else {})
+        self._client = deadlines.client({"Authorization": f"Bearer {api_key}"} if api_key else {}, auth)
 
     def close(self) -> None:
         self._client.close()

@@ -44,6 +44,9 @@ class Connection:
     window: int
     api_key: str | None
     deadlines: Deadlines
+    # The user and password of a server behind HTTP Basic auth, taken out of its URL where the URL was
+    # read (`cli.routes.split_credentials`), so that no URL that is printed or recorded holds them.
+    auth: httpx.BasicAuth | None = None
 
 
 # (the server detection found, the model, the settings) -> the adapter that talks to it.

@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from aforo.closing import Closing
 from aforo.errors import StoreError
+from aforo.limits import RECORD_CHARS, clipped
 from aforo.store.ids import utc_now
 from aforo.store.migrations import Migrations, SqlStep, migrate_database
 from aforo.store.paths import FILE_MODE, ensure_dir, telemetry_path
@@ -207,6 +208,12 @@ class Telemetry(Closing):
         for name in REDACTED:
             if row.get(name):
                 row[name] = redact(str(row[name]))
+        # A text comes from a client or a server as often as from aforo: a row holds `record_chars` of
+        # it, so that a request naming a 1 MB model does not write 1 MB (cut after redaction, which a cut
+        # secret would pass).
+        for name in TEXT_FIELDS:
+            if isinstance(row.get(name), str):
+                row[name] = clipped(row[name], int(RECORD_CHARS.value))
         if row.get("checkpoint") is not None:
             row["checkpoint"] = str(row["checkpoint"])
         # A path or a name with a byte that is not UTF-8 holds a lone surrogate, which SQLite's UTF-8

@@ -42,10 +42,14 @@ class Deadlines:
     answer: float = ANSWER_TIMEOUT.value
     connect: float = 10
 
-    def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
+    def client(
+        self, headers: dict[str, str] | None = None, auth: httpx.BasicAuth | None = None
+    ) -> httpx.Client:
         # The server may be silent for the read timeout, but not past the answer's deadline.
         return httpx.Client(
-            timeout=httpx.Timeout(min(self.read, self.answer), connect=self.connect), headers=headers
+            timeout=httpx.Timeout(min(self.read, self.answer), connect=self.connect),
+            headers=headers,
+            auth=auth,
         )
 
     def budget(self, url: str, max_tokens: int) -> AnswerBudget:
