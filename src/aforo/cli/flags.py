@@ -12,7 +12,7 @@ import textwrap
 from typing import Any, NoReturn
 
 from aforo import __version__
-from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, TOOL_MODES
+from aforo.cli.config_values import NOT_GIVEN, SERVER_KINDS, TOOL_MODES
 from aforo.cli.session_keeper import LATEST
 from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT, RUN_SECONDS
 

@@ -23,21 +23,14 @@ from typing import Any
 import httpx
 
 from aforo.cli.completion import completion_parser, completion_run
-from aforo.cli.config import (
-    NOT_GIVEN,
-    PROJECT_FILE,
-    ROUTING_KEYS,
-    Config,
-    load_config,
-    load_project_file,
-    resolve_workspace,
-)
-from aforo.cli.config import trust_project as trust_project_file
+from aforo.cli.config import NOT_GIVEN, Config, load_config, resolve_workspace
 from aforo.cli.engine_command import build_parser as engine_parser
 from aforo.cli.engine_command import engine_run
 from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.flags import ASK
 from aforo.cli.parsing import Subcommand, fail, say, subcommand_parser, terminal_width
+from aforo.cli.project_file import PROJECT_FILE, ROUTING_KEYS, load_project_file
+from aforo.cli.project_file import trust_project as trust_project_file
 from aforo.cli.routes import lane_settings
 from aforo.cli.sanitize import SafeWriter, sanitize
 from aforo.cli.serve_command import serve_parser, serve_run
