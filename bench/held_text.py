@@ -14,7 +14,7 @@ import sys
 import time
 
 from aforo.loop.text_hold import TextHold
-from aforo.reply_format import AnswerStream
+from aforo.reply_stream import AnswerStream
 from scaling import ATTEMPTS, MAX_RATIO, MIN_MS, ROUNDS
 
 TOOLS = frozenset({"Read", "Grep", "Glob", "LS"})

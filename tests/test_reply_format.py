@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from aforo import reply_format
+from aforo import reply_format, reply_stream
 from aforo.context.counting import Meter
 from aforo.context.tokens import CHARS_PER_TOKEN, estimate_request
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
@@ -138,8 +138,8 @@ def test_the_conversation_in_step_form_shows_the_model_its_own_json_and_results_
     assert reply_format.render(messages, TOOLS, question="and b?") == reply_format.render(messages, TOOLS)
 
 
-def _feed(pieces: list[str]) -> tuple[str, reply_format.AnswerStream]:
-    stream = reply_format.AnswerStream()
+def _feed(pieces: list[str]) -> tuple[str, reply_stream.AnswerStream]:
+    stream = reply_stream.AnswerStream()
     return "".join(stream.feed(p) for p in pieces), stream
 
 

@@ -28,7 +28,7 @@ from aforo.events import EventSink, Progress, Warning, phase
 from aforo.messages import MessageEnd, Request, StreamProgress, StreamText, StreamToolCall, Usage
 from aforo.protocols import Provider
 from aforo.repeats import Repeats
-from aforo.reply_format import AnswerStream
+from aforo.reply_stream import AnswerStream
 
 
 @dataclass(frozen=True)

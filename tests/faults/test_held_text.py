@@ -13,7 +13,7 @@ from itertools import pairwise
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from aforo import reply_format
+from aforo import reply_stream
 from aforo.loop.text_hold import TextHold
 from aforo.loop.textcalls import extract_text_tool_calls
 from support.text_hold_reference import ReferenceHold
@@ -88,7 +88,7 @@ def test_repeated_openers_are_scanned_in_linear_work_streamed_or_whole() -> None
 
 def test_an_answer_step_padded_with_blanks_is_not_looked_at_again() -> None:
     # `{` then blanks, a piece at a time: what waits for `"answer"` is the part begun, not all of it.
-    stream = reply_format.AnswerStream()
+    stream = reply_stream.AnswerStream()
     for piece in ["{", *[" \n"] * 50_000, '"ans', 'wer"', " " * 1_000, ':"', "hi"]:
         shown = stream.feed(piece)
         assert len(stream._head) <= len('"answer"')

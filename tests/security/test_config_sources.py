@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from hostile import write_user_config
 
-from aforo.cli.config import DEFAULT_BASE_URL, NOT_GIVEN, load_config, ollama_url
+from aforo.cli.config import NOT_GIVEN, load_config, ollama_url
+from aforo.cli.config_values import DEFAULT_BASE_URL
 from aforo.errors import ConfigError
 from dialects.servers_apps import ollama_app
 from support.cli import run_cli

@@ -7,7 +7,7 @@ import pytest
 
 from aforo.gateway.inbound import BadRequest, read_inbound
 from aforo.gateway.upstream_call import with_messages
-from aforo.messages import Message, Request, TextBlock, ToolResult, ToolUse
+from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
 
 
 def test_an_openai_conversation_with_calls_and_results_reads_as_canonical_messages() -> None:
@@ -83,7 +83,7 @@ def test_ollama_calls_carry_no_ids_so_results_are_matched_in_order() -> None:
 def test_a_governed_conversation_is_written_back_in_the_clients_dialect() -> None:
     inbound = read_inbound("ollama_chat", {"model": "m", "messages": [], "options": {"seed": 1}}, 4096)
     governed = Request("m", (), (), (Message("user", (TextBlock("summary"),)), Message.user("next")), 10)
-    body = with_messages(inbound, governed)
+    body = with_messages(inbound.body, inbound.api, governed)
     assert body["messages"] == [{"role": "user", "content": "summary\n\nnext"}]
     assert body["options"] == {"seed": 1}  # everything else the client set is kept
 
@@ -103,3 +103,13 @@ def test_a_body_that_is_not_a_chat_request_says_which_field(body: object, says: 
     with pytest.raises(BadRequest, match=None) as caught:
         read_inbound("openai", body, 4096)
     assert says in str(caught.value)
+
+
+def test_a_generate_body_is_read_as_the_chat_of_its_system_text_and_prompt() -> None:
+    body = {"model": "m", "system": "answer briefly", "prompt": "what is 2+2?", "options": {"num_predict": 9}}
+    request = read_inbound("ollama_generate", body, 4096).request
+    assert request.system == (SystemPart("answer briefly"),)
+    assert request.messages == (Message.user("what is 2+2?"),)
+    assert request.tools == () and request.max_tokens == 9
+    blank = read_inbound("ollama_generate", {"model": "m", "prompt": "", "system": ""}, 4096).request
+    assert blank.system == () and blank.messages == ()

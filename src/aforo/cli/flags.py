@@ -12,7 +12,7 @@ import textwrap
 from typing import Any, NoReturn
 
 from aforo import __version__
-from aforo.cli.config import NOT_GIVEN, SERVER_KINDS, TOOL_MODES
+from aforo.cli.config_values import NOT_GIVEN, SERVER_KINDS, TOOL_MODES
 from aforo.cli.session_keeper import LATEST
 from aforo.limits import ANSWER_TIMEOUT, READ_TIMEOUT, RUN_SECONDS
 
@@ -71,6 +71,16 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         help="the question (about piped standard input, when there is some); without one, an "
         "interactive session starts",
     )
+    _server_flags(parser)
+    _answer_flags(parser)
+    _context_flags(parser)
+    _session_flags(parser)
+    return parser
+
+
+# The flags by group, in the order `--help` lists them.
+def _server_flags(parser: argparse.ArgumentParser) -> None:
+    """Which workspace is read and which server and model answer."""
     parser.add_argument("--workspace", "-w", default=NOT_GIVEN, help="directory to read (default: cwd)")
     parser.add_argument(
         "--base-url",
@@ -87,6 +97,10 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
     parser.add_argument(
         "--context-window", type=int, default=NOT_GIVEN, help="the server's real window in tokens"
     )
+
+
+def _answer_flags(parser: argparse.ArgumentParser) -> None:
+    """How long and how much one answer and one question may take."""
     parser.add_argument("--max-tokens", type=int, default=NOT_GIVEN, help="cap of the answer reserve")
     parser.add_argument("--max-turns", type=int, default=NOT_GIVEN, help="model calls per prompt (25)")
     parser.add_argument(
@@ -113,6 +127,10 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         metavar="SECONDS",
         help=f"how long one question may take before the model is asked to answer ({RUN_SECONDS.value:g})",
     )
+
+
+def _context_flags(parser: argparse.ArgumentParser) -> None:
+    """How the server is taken, what is searched and counted, and the lanes a conversation uses."""
     parser.add_argument("--server", choices=SERVER_KINDS, default=NOT_GIVEN, help="skip server detection")
     parser.add_argument(
         "--tool-mode",
@@ -139,6 +157,10 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         default=NOT_GIVEN,
         help="the model summary requests ask for, on the compaction lane's server (default: this one's)",
     )
+
+
+def _session_flags(parser: argparse.ArgumentParser) -> None:
+    """How the run is shown, what it trusts, and which conversation it continues."""
     parser.add_argument(
         "--json", action="store_true", help="print the event stream as JSON lines (docs/json-events.md)"
     )
@@ -160,7 +182,6 @@ def build_parser(prog: str = "aforo", subcommands: dict[str, str] | None = None)
         "with a prompt it answers it, without one it opens the interactive session",
     )
     parser.add_argument("--version", action="version", version=f"aforo {__version__}")
-    return parser
 
 
 CONFIG_FLAGS = (

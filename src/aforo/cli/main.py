@@ -114,38 +114,29 @@ def run_once(argv: list[str], prog: str = "aforo") -> int:
         emit(Info(fields={"trust": note}))
     for warning in cfg.warnings:
         emit(Warning(message=warning))
-    with phase(emit, "connecting", cfg.base_url):
-        why = unreachable(cfg.base_url)
-    if why is not None:
-        # Before any session exists: a run that could not reach a server leaves nothing behind.
-        message = no_server_message(cfg.base_url, cfg.base_url_source, why)
-        say(f"aforo: {message}")
-        emit(
-            Result(
-                run=RunResult(reason="error", error=message),
-                exit_code=EXIT_CODES["error"],
-                duration_ms=_since(started),
-            )
-        )
+    if not _reached(cfg, emit, started):
         return EXIT_CODES["error"]
-    telemetry = _open_telemetry(emit)
-    try:
-        start = _Start(
-            cfg=cfg,
-            emit=emit,
-            notes=notes,
-            checkpoints=checkpoints,
-            telemetry=telemetry,
-            prompt=prompt,
-            interactive=interactive,
-        )
-        code, result, session = _start(start, store, record)
-    finally:
-        if telemetry is not None:
-            telemetry.close()
+    start = _Start(
+        cfg=cfg, emit=emit, notes=notes, checkpoints=checkpoints, prompt=prompt, interactive=interactive
+    )
+    code, result, session = _start(start, store, record)
     if result is not None:
         emit(Result(run=result, exit_code=code, duration_ms=_since(started), session=session))
     return code
+
+
+def _reached(cfg: Config, emit: EventSink, started: float) -> bool:
+    """Whether the server answers; if not, the run ends here with the error and its final `result`,
+    before any session exists: a run that could not reach a server leaves nothing behind."""
+    with phase(emit, "connecting", cfg.base_url):
+        why = unreachable(cfg.base_url)
+    if why is None:
+        return True
+    message = no_server_message(cfg.base_url, cfg.base_url_source, why)
+    say(f"aforo: {message}")
+    failed = RunResult(reason="error", error=message)
+    emit(Result(run=failed, exit_code=EXIT_CODES["error"], duration_ms=_since(started)))
+    return False
 
 
 def _since(started: float) -> float:
@@ -180,7 +171,6 @@ class _Start:
     emit: EventSink
     notes: list[str]  # about the session resumed, said once the runtime is up
     checkpoints: CheckpointStore
-    telemetry: Telemetry | None
     prompt: Prompt
     interactive: bool
 
@@ -190,22 +180,29 @@ def _start(
 ) -> tuple[int, RunResult | None, str | None]:
     """The exit code, the run's result for the final `result` event (None: interactive) and the saved
     session's id (None: none was saved)."""
+    telemetry = _open_telemetry(start.emit)
     try:
-        keeper = SessionKeeper(store, record, start.emit)
-    except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
-        _fail(exc)
-        return EXIT_USAGE, RunResult(reason="error", error=str(exc)), None
-    try:
-        return _run(start, keeper)
+        try:
+            keeper = SessionKeeper(store, record, start.emit)
+        except StoreError as exc:  # SessionBusy: another aforo has this session open (or it went bad)
+            _fail(exc)
+            return EXIT_USAGE, RunResult(reason="error", error=str(exc)), None
+        try:
+            return _run(start, keeper, telemetry)
+        finally:
+            keeper.close()
     finally:
-        keeper.close()
+        if telemetry is not None:
+            telemetry.close()
 
 
-def _run(start: _Start, keeper: SessionKeeper) -> tuple[int, RunResult | None, str | None]:
+def _run(
+    start: _Start, keeper: SessionKeeper, telemetry: Telemetry | None
+) -> tuple[int, RunResult | None, str | None]:
     from aforo.cli.wiring import build_runtime
 
     cfg, emit, record, store = start.cfg, start.emit, keeper.record, keeper.store
-    journal = StoreJournal(keeper.session_id, start.checkpoints, start.telemetry, emit)
+    journal = StoreJournal(keeper.session_id, start.checkpoints, telemetry, emit)
     log = RunLog(keeper, journal)
     try:
         with phase(emit, "connecting", cfg.base_url):

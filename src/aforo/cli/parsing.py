@@ -1,5 +1,5 @@
-"""What every subcommand's parsing shares: the parser whose errors say how to ask instead, and the
-`Subcommand` entry of the table in `subcommands`."""
+"""What every subcommand's parsing shares: the parser whose errors say how to ask instead, the
+`Subcommand` entry of the table in `subcommands`, and the configuration its flags give (`configured`)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Any, NoReturn
 
+from aforo.cli.config import Config, load_config
 from aforo.cli.flags import ASK, UNRECOGNIZED, FlagParser
 from aforo.cli.sanitize import sanitize
+from aforo.errors import ConfigError, LimitExceeded
 
 
 class SubcommandParser(FlagParser):
@@ -45,6 +47,19 @@ class Subcommand:
 
     def __call__(self, argv: list[str]) -> int:
         return self.run(self.parser().parse_args(argv))
+
+
+def configured(flags: dict[str, Any], warn: Callable[[str], None]) -> Config | None:
+    """The configuration a subcommand's flags give, its warnings (an untrusted project file's ignored
+    keys) handed to `warn`; None when it cannot be loaded, said why (the subcommand exits 2)."""
+    try:
+        cfg = load_config(flags)
+    except (ConfigError, LimitExceeded) as exc:
+        fail(exc)
+        return None
+    for warning in cfg.warnings:
+        warn(warning)
+    return cfg
 
 
 def fail(exc: Exception) -> None:

@@ -24,8 +24,8 @@ import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
-from aforo.cli.config import NOT_GIVEN, Config, load_config
-from aforo.cli.parsing import fail, subcommand_parser
+from aforo.cli.config import NOT_GIVEN, Config
+from aforo.cli.parsing import configured, fail, subcommand_parser
 from aforo.cli.routes import Route, split_credentials
 from aforo.cli.sanitize import sanitize
 from aforo.cli.serve_key import VISIBLE, serve_key
@@ -147,13 +147,9 @@ def serve_run(args: argparse.Namespace) -> int:
         "server": args.server,
         "context_window": args.context_window,
     }
-    try:
-        cfg = load_config(flags)
-    except (ConfigError, LimitExceeded) as exc:
-        fail(exc)
+    cfg = configured(flags, lambda warning: _log(Warning(message=warning)))
+    if cfg is None:
         return 2
-    for warning in cfg.warnings:
-        _log(Warning(message=warning))
     if args.local:
         if args.upstream is not NOT_GIVEN:
             fail(ConfigError("--local and --upstream each name the server: pass one of them"))

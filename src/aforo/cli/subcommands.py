@@ -23,21 +23,14 @@ from typing import Any
 import httpx
 
 from aforo.cli.completion import completion_parser, completion_run
-from aforo.cli.config import (
-    NOT_GIVEN,
-    PROJECT_FILE,
-    ROUTING_KEYS,
-    Config,
-    load_config,
-    load_project_file,
-    resolve_workspace,
-)
-from aforo.cli.config import trust_project as trust_project_file
+from aforo.cli.config import NOT_GIVEN, Config, resolve_workspace
 from aforo.cli.engine_command import build_parser as engine_parser
 from aforo.cli.engine_command import engine_run
 from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.flags import ASK
-from aforo.cli.parsing import Subcommand, fail, say, subcommand_parser, terminal_width
+from aforo.cli.parsing import Subcommand, configured, fail, say, subcommand_parser, terminal_width
+from aforo.cli.project_file import PROJECT_FILE, ROUTING_KEYS, load_project_file
+from aforo.cli.project_file import trust_project as trust_project_file
 from aforo.cli.routes import lane_settings
 from aforo.cli.sanitize import SafeWriter, sanitize
 from aforo.cli.serve_command import serve_parser, serve_run
@@ -86,14 +79,8 @@ def _configured(run: Callable[[argparse.Namespace, Config], int]) -> Callable[[a
 
     def with_config(args: argparse.Namespace) -> int:
         flags = {k: getattr(args, k, NOT_GIVEN) for k in ("workspace", "base_url", "model", "server")}
-        try:
-            cfg = load_config(flags)
-        except (ConfigError, LimitExceeded) as exc:
-            fail(exc)
-            return 2
-        for warning in cfg.warnings:
-            say(f"aforo: ! {warning}")
-        return run(args, cfg)
+        cfg = configured(flags, lambda warning: say(f"aforo: ! {warning}"))
+        return 2 if cfg is None else run(args, cfg)
 
     return with_config
 

@@ -27,11 +27,12 @@ from aforo.context.ledger import (
     is_compacted,
 )
 from aforo.context.overflow import OVERFLOW_MIN_GROWTH_COMPACT, unread
-from aforo.context.plan import Outcome, Plan, Room
+from aforo.context.plan import Outcome, Plan, Room, Summarizer
 from aforo.context.summary_request import fit_summary_request, omitted
 from aforo.context.tokens import Count, Sample, estimate_request
 from aforo.errors import CompactionError, ProviderError
 from aforo.messages import Request
+from aforo.stream import Reply
 
 CUT_SUMMARY = "[The summary was cut at its output limit.]"
 # A summary with fewer words than this, once aforo's own lines are taken out of it, says nothing the
@@ -84,13 +85,9 @@ def _says_something(summary: str) -> bool:
     return len(re.findall(r"\w+", summary)) >= SUMMARY_MIN_WORDS
 
 
-def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoint: str | None) -> Outcome:
-    messages = list(room.request.messages)
-    before, available, lane = room.before.tokens, room.budget.available, room.summary
-    try:
-        reply = lane.ask(summary_req)
-    except ProviderError as exc:
-        raise CompactionError(f"the summary request failed on lane {lane.lane!r}: {exc}") from exc
+def _read_whole(lane: Summarizer, summary_req: Request, summary_count: Count, reply: Reply) -> Sample:
+    """What the summary request's answer reports it read, checked to be the whole request: a summary of
+    a truncated request would miss part of the conversation."""
     sent = Sample(reply.end.usage.prompt_tokens, estimate_request(summary_req))
     exact = summary_count.tokens if summary_count.exact else None
     if exact is not None:
@@ -111,6 +108,17 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
             "summary would miss part of the conversation; the conversation was left as it was. Set that "
             "lane's real context window (--context-window, or its context_window)."
         )
+    return sent
+
+
+def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoint: str | None) -> Outcome:
+    messages = list(room.request.messages)
+    before, available, lane = room.before.tokens, room.budget.available, room.summary
+    try:
+        reply = lane.ask(summary_req)
+    except ProviderError as exc:
+        raise CompactionError(f"the summary request failed on lane {lane.lane!r}: {exc}") from exc
+    sent = _read_whole(lane, summary_req, summary_count, reply)
     cut = reply.end.stop_reason == "max_tokens"
     if reply.end.stop_reason == "refusal" or (cut and not _says_something(reply.text)):
         raise CompactionError(

@@ -3,9 +3,9 @@
 Ollama's own OpenAI endpoint takes no window: every model runs there at Ollama's default, and a prompt
 past it loses its oldest messages without a word. So a request in OpenAI's words for a model on Ollama
 goes to `/api/chat` instead: the conversation as the governor admitted it (written by the providers'
-own walk, `wire.chat` with Ollama's dialect), with `num_ctx` and `truncate: false`; and Ollama's answer
-comes back in OpenAI's words: one `chat.completion`, or `chat.completion.chunk` events ending in
-`[DONE]` (with the usage chunk when the client asked for it).
+own walk, `wire.chat` with Ollama's dialect, in `upstream_call.way_for`), with `num_ctx` and
+`truncate: false`; and Ollama's answer comes back in OpenAI's words: one `chat.completion`, or
+`chat.completion.chunk` events ending in `[DONE]` (with the usage chunk when the client asked for it).
 """
 
 from __future__ import annotations
@@ -15,24 +15,16 @@ import time
 import uuid
 from typing import Any
 
-from aforo.messages import Request
-from aforo.providers.ollama import OLLAMA
-from aforo.wire.chat import chat_messages
-
 # OpenAI's sampling fields and their names among Ollama's options.
 _OPTIONS = {"temperature": "temperature", "top_p": "top_p", "seed": "seed", "stop": "stop"}
 
 
-def to_ollama(body: dict[str, Any], request: Request) -> dict[str, Any]:
-    """The `/api/chat` body for the OpenAI `body`, whose conversation (as admitted) is `request`'s; the
-    window and the answer's limit are set as for any request to Ollama (`app._on_ollama`)."""
+def to_ollama(body: dict[str, Any], model: str) -> dict[str, Any]:
+    """The `/api/chat` body for the OpenAI `body`, but for its conversation, which `way_for` writes (as
+    admitted, in Ollama's words: `upstream_call.with_messages`), with the window and the answer's limit
+    set as for any request to Ollama."""
     options = {theirs: body[ours] for ours, theirs in _OPTIONS.items() if ours in body}
-    out: dict[str, Any] = {
-        "model": request.model,
-        "messages": chat_messages(request, OLLAMA),
-        "stream": bool(body.get("stream", False)),
-        "options": options,
-    }
+    out: dict[str, Any] = {"model": model, "stream": bool(body.get("stream", False)), "options": options}
     if isinstance(body.get("tools"), list):
         out["tools"] = body["tools"]  # the same function-tool shape
     return out

@@ -43,6 +43,12 @@ class Inbound:
         return _limit(self.body, self.api)
 
     @property
+    def asks_usage(self) -> bool:
+        """Whether an OpenAI stream's client asked for the usage chunk (`stream_options.include_usage`)."""
+        options = self.body.get("stream_options")
+        return isinstance(options, dict) and options.get("include_usage") is True
+
+    @property
     def streams(self) -> bool:
         # OpenAI streams only when asked; Ollama streams unless told not to.
         default = self.api != "openai"
@@ -71,12 +77,9 @@ def read_inbound(api: Api, body: Any, max_tokens: int) -> Inbound:
         raise BadRequest("'model' must name a model")
     if len(model) > SERVE_MODEL_CHARS.value:
         raise BadRequest(f"'model' has {len(model):,} characters, past {SERVE_MODEL_CHARS.describe()}")
-    if api == "ollama_generate":
-        system, messages = _generate(body)
-        tools: tuple[ToolSpec, ...] = ()
-    else:
-        system, messages = _chat(body.get("messages"))
-        tools = _tools(body.get("tools"))
+    generate = api == "ollama_generate"
+    system, messages = _chat(_generate(body) if generate else body.get("messages"))
+    tools = () if generate else _tools(body.get("tools"))
     limit = _limit(body, api) or max_tokens
     request = Request(model, system, tools, tuple(messages), limit)
     return Inbound(api, body, request)
@@ -125,11 +128,13 @@ def _text(content: Any, where: str) -> str:
     raise BadRequest(f"{where}: 'content' must be a string or a list of parts")
 
 
-def _generate(body: dict[str, Any]) -> tuple[tuple[SystemPart, ...], list[Message]]:
+def _generate(body: dict[str, Any]) -> list[dict[str, str]]:
+    """Ollama's `/api/generate` body as the chat it is: its system text, then its prompt."""
     prompt, system = body.get("prompt", ""), body.get("system", "")
     if not isinstance(prompt, str) or not isinstance(system, str):
         raise BadRequest("'prompt' and 'system' must be strings")
-    return ((SystemPart(system),) if system else ()), ([Message.user(prompt)] if prompt else [])
+    chat = [{"role": "system", "content": system}] if system else []
+    return chat + ([{"role": "user", "content": prompt}] if prompt else [])
 
 
 def _chat(raw: Any) -> tuple[tuple[SystemPart, ...], list[Message]]:

@@ -1,4 +1,4 @@
-"""What goes upstream for one admitted request, and what the client gets of the answer that comes back.
+"""What goes upstream for one admitted request, and in which dialect its answer comes back.
 
 The client's body goes as it came, unless the governor changed its conversation (`--compact`): then
 its messages are written again through the walk the providers use (`wire.chat`), so what was counted
@@ -13,8 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from aforo.gateway.bridge import ToOpenAI, to_ollama
 from aforo.gateway.decisions import Ticket
 from aforo.gateway.inbound import Api, Inbound
@@ -26,7 +24,8 @@ from aforo.wire.openai_chat import OPENAI
 
 @dataclass
 class Way:
-    """Where a request goes, in which dialect its answer comes back, and how the client gets it."""
+    """Where a request goes, and in which dialect its answer comes back (the leg gives it to the client:
+    `upstream_leg.shown`)."""
 
     inbound: Inbound
     url: str
@@ -34,67 +33,35 @@ class Way:
     api: Api  # the dialect upstream answers in
     bridge: ToOpenAI | None = None  # an OpenAI client's request answered by Ollama's native API
 
-    def shown(self, lines: list[str], docs: list[Any]) -> list[str]:
-        """What the client gets of these lines of the answer (`docs`: the documents they hold)."""
-        if self.bridge is None:
-            return [line for line in lines if _keep(self.inbound, line)] if self.inbound.streams else lines
-        if self.inbound.streams:
-            return [out for doc in docs for out in self.bridge.chunk(doc)]
-        return [self.bridge.completion(docs)]
-
-    def media(self, resp: httpx.Response) -> str | None:
-        if self.bridge is None:
-            return resp.headers.get("content-type")
-        return "text/event-stream" if self.inbound.streams else "application/json"
-
 
 def way_for(ticket: Ticket) -> Way:
-    """What goes upstream: the client's body; the governed conversation when the governor changed it;
-    usage asked for in an OpenAI stream; to Ollama, the window's settings, an OpenAI client's request
-    included (through its native API: `bridge`)."""
+    """What goes upstream: the client's body (an OpenAI client's request for a model on Ollama in the
+    words of Ollama's native API: `bridge`); to Ollama, the window's settings; usage asked for in an
+    OpenAI stream; the governed conversation when the governor changed it (or the bridge translates it)."""
     inbound, lane, server = ticket.inbound, ticket.lane, ticket.lane.server
-    if lane.kind.sets_window and inbound.api == "openai":
-        asked_usage = _asked_usage(inbound)
-        bridge = ToOpenAI(inbound.model, usage=asked_usage)
-        body = to_ollama(inbound.body, ticket.admitted.request)
-        return Way(inbound, f"{server.root_url}/api/chat", _on_ollama(body, ticket), "ollama_chat", bridge)
-    body = with_messages(inbound, ticket.admitted.request) if ticket.transformed else dict(inbound.body)
-    if inbound.api == "openai":
-        if inbound.streams:
-            asked = body.get("stream_options")
-            body["stream_options"] = {**(asked if isinstance(asked, dict) else {}), "include_usage": True}
-        return Way(inbound, f"{server.v1_url}/chat/completions", body, "openai")
+    bridged = lane.kind.sets_window and inbound.api == "openai"
+    bridge = ToOpenAI(inbound.model, usage=inbound.asks_usage) if bridged else None
+    body = to_ollama(inbound.body, ticket.admitted.request.model) if bridged else dict(inbound.body)
+    api: Api = "ollama_chat" if bridged else inbound.api
     if lane.kind.sets_window:
-        body = _on_ollama(body, ticket)
-    path = "chat" if inbound.api == "ollama_chat" else "generate"
-    return Way(inbound, f"{server.root_url}/api/{path}", body, inbound.api)
+        # The window it was budgeted for, and the answer's limit: the client's, else the reserve.
+        asked = inbound.asked_max_tokens
+        limit = lane.budget.reserve if asked is None else asked
+        body = with_window(body, lane.budget.window, limit, server.version)
+    elif api == "openai" and inbound.streams:
+        asked_options = body.get("stream_options")
+        options = asked_options if isinstance(asked_options, dict) else {}
+        body["stream_options"] = {**options, "include_usage": True}
+    if bridged or ticket.transformed:
+        body = with_messages(body, api, ticket.admitted.request)
+    if api == "openai":
+        return Way(inbound, f"{server.v1_url}/chat/completions", body, api)
+    path = "chat" if api == "ollama_chat" else "generate"
+    return Way(inbound, f"{server.root_url}/api/{path}", body, api, bridge)
 
 
-def with_messages(inbound: Inbound, request: Request) -> dict[str, Any]:
-    """The client's body, carrying the conversation of `request` (the governor replaced it)."""
-    body = dict(inbound.body)
-    if inbound.api == "ollama_generate":
-        body["prompt"] = "\n\n".join(m.text for m in request.messages)
-        return body
-    body["messages"] = chat_messages(request, OLLAMA if inbound.api == "ollama_chat" else OPENAI)
-    return body
-
-
-def _on_ollama(body: dict[str, Any], ticket: Ticket) -> dict[str, Any]:
-    """The window it was budgeted for, and the answer's limit: the client's, else the reserve."""
-    lane, asked = ticket.lane, ticket.inbound.asked_max_tokens
-    limit = lane.budget.reserve if asked is None else asked
-    return with_window(body, lane.budget.window, limit, lane.server.version)
-
-
-def _asked_usage(inbound: Inbound) -> bool:
-    options = inbound.body.get("stream_options")
-    return isinstance(options, dict) and options.get("include_usage") is True
-
-
-def _keep(inbound: Inbound, line: str) -> bool:
-    """Whether a streamed line goes to the client: not the usage-only chunk it did not ask for (a client
-    that reads `choices[0]` of every chunk would fail on it)."""
-    if inbound.api != "openai" or _asked_usage(inbound) or not line.startswith("data:"):
-        return True
-    return not ('"choices": []' in line or '"choices":[]' in line)
+def with_messages(body: dict[str, Any], api: Api, request: Request) -> dict[str, Any]:
+    """`body` carrying the conversation of `request` (the governor replaced it), in `api`'s words."""
+    if api == "ollama_generate":
+        return {**body, "prompt": "\n\n".join(m.text for m in request.messages)}
+    return {**body, "messages": chat_messages(request, OLLAMA if api == "ollama_chat" else OPENAI)}

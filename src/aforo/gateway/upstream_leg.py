@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from aforo.errors import LimitExceeded, ServerLimitExceeded
 from aforo.events import EventSink, Warning
 from aforo.gateway.decisions import Gateway, Outcome, Ticket
-from aforo.gateway.inbound import Api
+from aforo.gateway.inbound import Api, Inbound
 from aforo.gateway.upstream import UpstreamClient
 from aforo.gateway.upstream_call import Way
 from aforo.limits import ANSWER_TIMEOUT, SERVE_ANSWER_BYTES
@@ -125,7 +125,7 @@ class UpstreamLeg:
         if ticket.inbound.streams and ticket.lane.kind.loud:
             headers = ticket_headers(ticket, "admitted")
             live = self.pass_live(ticket, way, resp)
-            return StreamingResponse(live, headers=headers, media_type=way.media(resp))
+            return StreamingResponse(live, headers=headers, media_type=_media(way, resp))
         return await self.hold(request, ticket, way, resp)
 
     async def hold(self, request: Request, ticket: Ticket, way: Way, resp: httpx.Response) -> Response:
@@ -154,11 +154,11 @@ class UpstreamLeg:
             return JSONResponse(overflow_body(inbound.api, seen.message), 400, headers=headers)
         outcome: Outcome = "clean" if end.usage.prompt_tokens > 0 else "unchecked"
         self.gateway.finish(ticket, outcome, end)
-        text = "\n".join(way.shown(lines, docs))
+        text = "\n".join(shown(way, lines, docs))
         if inbound.streams:
             text += "\n"
         headers = ticket_headers(ticket, outcome)
-        return Response(text, resp.status_code, headers=headers, media_type=way.media(resp))
+        return Response(text, resp.status_code, headers=headers, media_type=_media(way, resp))
 
     async def pass_live(self, ticket: Ticket, way: Way, resp: httpx.Response) -> AsyncIterator[bytes]:
         """A loud server's stream, passed on as it arrives; judged at its end, for the record. A client
@@ -169,7 +169,7 @@ class UpstreamLeg:
         try:
             try:
                 async for line in async_lines(resp, _budget(ticket, way.url)):
-                    for out in way.shown([line], reading.line(line)):
+                    for out in shown(way, [line], reading.line(line)):
                         yield (out + "\n").encode()
                     delivered = reading.finished
                 ended = True
@@ -217,6 +217,31 @@ class UpstreamLeg:
         if overflow is not None:
             return JSONResponse(overflow_body(ticket.inbound.api, str(overflow)), 400, headers=headers)
         return Response(text, resp.status_code, headers=headers, media_type=resp.headers.get("content-type"))
+
+
+def shown(way: Way, lines: list[str], docs: list[Any]) -> list[str]:
+    """What the client gets of these lines of the answer (`docs`: the documents they hold): the lines
+    themselves, in OpenAI's words when Ollama's native API answered an OpenAI client (`way.bridge`)."""
+    inbound = way.inbound
+    if way.bridge is None:
+        return [line for line in lines if _keep(inbound, line)] if inbound.streams else lines
+    if inbound.streams:
+        return [out for doc in docs for out in way.bridge.chunk(doc)]
+    return [way.bridge.completion(docs)]
+
+
+def _keep(inbound: Inbound, line: str) -> bool:
+    """Whether a streamed line goes to the client: not the usage-only chunk it did not ask for (a client
+    that reads `choices[0]` of every chunk would fail on it)."""
+    if inbound.api != "openai" or inbound.asks_usage or not line.startswith("data:"):
+        return True
+    return not ('"choices": []' in line or '"choices":[]' in line)
+
+
+def _media(way: Way, resp: httpx.Response) -> str | None:
+    if way.bridge is None:
+        return resp.headers.get("content-type")
+    return "text/event-stream" if way.inbound.streams else "application/json"
 
 
 def _budget(ticket: Ticket, url: str) -> AnswerBudget:

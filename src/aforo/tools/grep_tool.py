@@ -78,17 +78,7 @@ class Grep:
         search = "." if is_dir else f"./{target.name}"
         prefix = relative(root, cwd)
 
-        argv = ["--null", "--sort", "path", "--max-columns", str(MAX_COLUMNS), "--max-columns-preview"]
-        if mode == "content":
-            argv += ["--line-number", "--with-filename", "--no-heading"]
-            if args.get("context"):
-                argv += ["--context", str(int(args["context"]))]
-        elif mode == "files_with_matches":
-            argv.append("--files-with-matches")
-        else:
-            argv += ["--count", "--with-filename"]
-        if args.get("ignore_case"):
-            argv.append("--ignore-case")
+        argv = _rg_flags(mode, args)
         glob = args.get("glob")
         allowed = None
         if glob:
@@ -149,6 +139,22 @@ class Grep:
                 pattern, where, mode, total, matches, outcome.stopped_early, bool(args.get("context"))
             ),
         )
+
+
+def _rg_flags(mode: str, args: dict[str, Any]) -> list[str]:
+    """ripgrep's flags for this output mode and the call's options (the glob and pattern come after)."""
+    argv = ["--null", "--sort", "path", "--max-columns", str(MAX_COLUMNS), "--max-columns-preview"]
+    if mode == "content":
+        argv += ["--line-number", "--with-filename", "--no-heading"]
+        if args.get("context"):
+            argv += ["--context", str(int(args["context"]))]
+    elif mode == "files_with_matches":
+        argv.append("--files-with-matches")
+    else:
+        argv += ["--count", "--with-filename"]
+    if args.get("ignore_case"):
+        argv.append("--ignore-case")
+    return argv
 
 
 def _facts(pattern: str, where: str, mode: str, total: int, matches: int, more: bool, context: bool) -> str:
