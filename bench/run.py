@@ -13,6 +13,7 @@ BENCHES = (
     "redaction.py",
     "textcalls.py",
     "held_text.py",
+    "question_scan.py",
     "tools.py",
     "symbols.py",
     "faults_memory.py",
