@@ -75,6 +75,11 @@ TEXT_CALL_LITERAL_CHARS = limit(
     "characters",
     "a tool call an answer writes as a Python literal (single quotes); a longer one stays text",
 )
+# A label quotes a call's input (the summary request's markers and result labels, the evidence list):
+# a model's 100 000-character argument repeated there left a summary request nothing could shrink.
+LABEL_CHARS = limit(
+    "label_chars", 200, "characters", "a string of a tool call's input quoted in a label (the rest counted)"
+)
 CONFIG_BYTES = limit("config_bytes", 1 * MiB, "bytes", "size of a config file (config.toml, .aforo.toml)")
 # The tokenizer.json of common models takes 2-35 MB (Qwen2.5's 7 MB, Gemma 3's 33 MB).
 TOKENIZER_BYTES = limit("tokenizer_bytes", 64 * MiB, "bytes", "a tokenizer.json (--tokenizer, tokenizer)")
