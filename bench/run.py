@@ -14,6 +14,7 @@ BENCHES = (
     "textcalls.py",
     "held_text.py",
     "question_scan.py",
+    "loop_stop.py",
     "tools.py",
     "symbols.py",
     "faults_memory.py",
