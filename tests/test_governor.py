@@ -420,11 +420,16 @@ def test_a_summary_with_something_to_say_is_kept(tmp_path: Path) -> None:
     assert f"## Summary of the work so far\n{summary}" in head.text
 
 
+def _said(greeting: str) -> str:
+    """A long answer that does not repeat itself (a loop would be stopped at its first copy)."""
+    return " ".join(f"{greeting} number {n}." for n in range(200))
+
+
 def test_a_compaction_the_user_asks_for_keeps_no_worked_example(tmp_path: Path) -> None:
     """`/compact` is asked for room: the conversation becomes the summary, not the summary and the last
     request answered (which an automatic compaction keeps when it fits)."""
     summary = "Goal: two questions answered. Evidence: both were greetings."
-    provider = FakeProvider([FakeTurn("Hello. " * 200), FakeTurn("Hi again. " * 200), FakeTurn(summary)])
+    provider = FakeProvider([FakeTurn(_said("Hello")), FakeTurn(_said("Hi again")), FakeTurn(summary)])
     agent, _, _ = make_agent(tmp_path, provider, window=8192, max_tokens=1024)
     assert agent.run("hi").reason == "end_turn"
     assert agent.run("hi again").reason == "end_turn"
@@ -440,7 +445,7 @@ def test_after_a_compaction_the_next_request_follows_the_summary_with_no_answer_
     /compact: it gave it again as its answer. The next request is joined to the compacted message on the
     wire instead, so no template sees two user turns in a row."""
     summary = "Goal: two questions answered. Evidence: both were greetings."
-    turns = [FakeTurn("Hello. " * 200), FakeTurn("Hi again. " * 200), FakeTurn(summary), FakeTurn("Bye.")]
+    turns = [FakeTurn(_said("Hello")), FakeTurn(_said("Hi again")), FakeTurn(summary), FakeTurn("Bye.")]
     provider = FakeProvider(turns)
     agent, _, _ = make_agent(tmp_path, provider, window=8192, max_tokens=1024)
     agent.run("hi")
@@ -457,7 +462,7 @@ def test_after_a_compaction_the_next_request_follows_the_summary_with_no_answer_
 
 def test_a_second_compaction_before_any_answer_says_there_is_nothing_new(tmp_path: Path) -> None:
     summary = "Goal: two questions answered. Evidence: both were greetings."
-    provider = FakeProvider([FakeTurn("Hello. " * 200), FakeTurn("Hi again. " * 200), FakeTurn(summary)])
+    provider = FakeProvider([FakeTurn(_said("Hello")), FakeTurn(_said("Hi again")), FakeTurn(summary)])
     agent, _, _ = make_agent(tmp_path, provider, window=8192, max_tokens=1024)
     agent.run("hi")
     agent.run("hi again")

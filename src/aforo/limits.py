@@ -133,6 +133,16 @@ RUN_SECONDS = limit(
     "wall time of one question before the model is asked to answer from what it has",
     setting="--time-budget SECONDS or time_budget in the config file",
 )
+# Past the time budget the model is asked for its answer; that answer has this share of the budget more,
+# and a stream still going then is stopped, kept as far as it got: a question takes at most 1.2 x the
+# budget (two runs went 55 s past 150 s: a call started before it streamed on, then the answer's).
+LATE_ANSWER_SHARE = limit(
+    "late_answer_share",
+    0.2,
+    "of run_seconds",
+    "the answer asked for once the time budget is spent; a stream still going after it is stopped",
+    setting="--time-budget (it scales with it)",
+)
 RESPONSE_BYTES = limit(
     "response_bytes",
     16 * MiB,
