@@ -178,7 +178,7 @@ class HumanRenderer:
             f"the answer, counts {counts} ({f.get('counter')})",
         ]
         if "time_budget" in f:
-            budget = f["time_budget"]
+            budget = float(f["time_budget"])  # type: ignore[arg-type]
             end = budget * (1 + LATE_ANSWER_SHARE.value)
             lines.append(
                 f"each question: up to {f.get('max_turns')} model calls and {budget:g} s, then an answer "

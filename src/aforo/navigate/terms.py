@@ -42,6 +42,7 @@ _GLUED = re.compile(r"\d\.\w+(?=-|\.\.\.)")
 _NUMBERED_RUN = re.compile(r"(?:@|(?<![\w./-]))[\w./-]*?\d\.\w[\w./-]*")
 # From the end of a range's first name to the run of its last: `…`, or a separator word between spaces.
 _AFTER = re.compile(r"(?:\s*…\s*|\s+(?:-|\.\.\.|to|through)\s+)(@?[\w./-]+)")
+_MENTION = re.compile(r"(@[\w./-]+)")  # right after a separator that ends a run (`t1.py-@t3.py`)
 _NUMBER = re.compile(r"(?<!\d)\d+\Z")  # a run's last digits, found from where they start
 _EXTENSION = re.compile(r"\.\w+")
 MAX_NUMBER_DIGITS = 9  # a longer number names no range of files (int() of thousands of digits fails)
@@ -133,6 +134,8 @@ def _ranges(text: str) -> Iterator[_Range]:
         pieces = _pieces(text, run.start(), run.end())
         for i, first in enumerate(pieces):
             last = pieces[i + 1] if i + 1 < len(pieces) else _next_run(text, first[1])
+            if last is not None and last[0] == last[1]:  # the separator ends the run: `t1.py-@t3.py`
+                last = _next_run(text, last[0], _MENTION)
             found = None if first[0] < end or last is None else _range(text, first, last)
             if found is not None:
                 yield found
@@ -148,9 +151,9 @@ def _pieces(text: str, start: int, end: int) -> list[tuple[int, int]]:
     return [*pieces, (start, end)]
 
 
-def _next_run(text: str, at: int) -> tuple[int, int] | None:
+def _next_run(text: str, at: int, after_run: re.Pattern[str] = _AFTER) -> tuple[int, int] | None:
     """The first piece of the run a separator leads to from `at`, if one does."""
-    after = _AFTER.match(text, at)
+    after = after_run.match(text, at)
     if after is None:
         return None
     return _pieces(text, after.start(1), after.end(1))[0]
