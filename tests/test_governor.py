@@ -46,7 +46,7 @@ def test_eight_files_at_once_are_read_as_far_as_they_fit_and_never_cleared_unrea
     step = rec.of("info")[0].fields["step"]
     said = re.fullmatch(
         rf"not read yet: {later} \(a step reads 3 new results at most now: each is counted at the cap, "
-        r"614 tokens, all one may take, and ([\d,]+) tokens are left before the conversation is compacted\)",
+        r"614 tokens, all one may take, and ([\d,]+) tokens are left before compaction\)",
         step,
     )
     assert said, step

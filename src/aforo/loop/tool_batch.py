@@ -154,7 +154,7 @@ def _deferred_because(fresh: int, cap: Cap, room: int | None) -> str:
     results = f"{fresh} new result{'' if fresh == 1 else 's'}"
     return (
         f"a step reads {results} at most now: each is counted at the cap, {cap.tokens:,} tokens, all one "
-        f"may take, and {max(0, room or 0):,} tokens are left before the conversation is compacted"
+        f"may take, and {max(0, room or 0):,} tokens are left before compaction"
     )
 
 
