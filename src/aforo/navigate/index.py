@@ -105,8 +105,8 @@ def build_index(
         listed = list_files(root, ToolContext(root, deadline=started + seconds))
     except ToolError:  # rg missing or past the deadline: what was known stays, the cache untouched
         return SymbolIndex(dict(known), len(known))
-    # Not a ToolError: the tools report it as the limit it is. Caught here as well since the map came
-    # after ripgrep's cap (issue 29 D6), and a 200 000-line .gitignore then ended every question in a
+    # rg's memory cap (issue 29 D6) ends it as a LimitExceeded, no ToolError (the tools report it as the
+    # limit it is): caught only as a ToolError here, a 200 000-line .gitignore ended every question in a
     # traceback (issue 39 D2).
     except LimitExceeded as exc:
         return SymbolIndex(dict(known), len(known), unlisted=str(exc))
