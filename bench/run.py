@@ -13,6 +13,8 @@ BENCHES = (
     "redaction.py",
     "textcalls.py",
     "held_text.py",
+    "question_scan.py",
+    "loop_stop.py",
     "tools.py",
     "symbols.py",
     "faults_memory.py",

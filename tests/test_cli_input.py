@@ -7,6 +7,7 @@ bodies show exactly what the model was sent.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,25 @@ def test_piped_text_larger_than_the_window_is_cut_in_the_middle_and_the_user_tol
     assert f"The piped text (3000 lines, {len(chr(10).join(lines))} characters)" in notice
     assert f"lines {first_cut}-{last_cut} were cut from its middle" in notice, run.err
     assert f"sed -n {first_cut},{last_cut}p" in notice
+
+
+def test_piped_text_of_one_long_line_names_the_characters_cut(tmp_path: Path) -> None:
+    # 1 MiB on one line (a minified file, a log without newlines): the cut is inside the line, and
+    # "lines 1-0 were cut" said nothing.
+    text = "".join(f"<{n:07d}>" for n in range(100_000))
+    run, model = ask(tmp_path, "summarize", stdin=text)
+    assert run.code == 0, run.err
+    content = model.sent()[0]["content"]
+    first_cut = next(n for n in range(100_000) if f"<{n:07d}>" not in content)
+    last_cut = max(n for n in range(100_000) if f"<{n:07d}>" not in content)
+    assert 0 < first_cut < last_cut < 99_999  # a head and a tail kept
+    notice = " ".join(run.err.split())
+    assert "lines 1-0" not in notice
+    said = re.search(r"characters (\d+)-(\d+) of line 1 were cut from its middle", notice)
+    assert said, notice
+    start, end = int(said[1]), int(said[2])
+    # The range begins in the first unit cut and ends in the last (each 9 characters, counted from 1).
+    assert first_cut * 9 < start <= (first_cut + 1) * 9 and last_cut * 9 < end <= (last_cut + 1) * 9
 
 
 def test_piped_input_alone_is_the_question(tmp_path: Path) -> None:

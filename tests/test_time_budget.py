@@ -3,11 +3,16 @@ asked to answer from what it has; one that still calls tools ends the run with a
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-from aforo.messages import Request
+from aforo.messages import MessageEnd, Request, StreamEvent, StreamText, StreamToolCall, Usage
 from aforo.providers.fake import FakeProvider, FakeTurn
+from faults.server import misbehaving_app, openai_chunk, sse
 from support.cli import run_cli
 from support.live_server import LiveServer
 from support.scenario import make_agent, make_files
@@ -17,10 +22,10 @@ ANSWER = "From what I read: mod00.py and mod01.py define small functions."
 
 
 class Clock:
-    """Each model call takes `step` seconds."""
+    """Each model call takes `step` seconds, an answer asked for `answer` seconds."""
 
-    def __init__(self, step: float) -> None:
-        self.now, self.step = 0.0, step
+    def __init__(self, step: float, answer: float = 10.0) -> None:
+        self.now, self.step, self.answer = 0.0, step, answer
 
     def __call__(self) -> float:
         return self.now
@@ -28,7 +33,7 @@ class Clock:
 
 def reader(clock: Clock, *, obeys: bool = True):
     def respond(request: Request) -> FakeTurn:
-        clock.now += clock.step
+        clock.now += clock.answer if request.answer_only else clock.step
         if request.answer_only and obeys:
             return FakeTurn(ANSWER)
         return FakeTurn("", [("Read", {"file_path": f"mod{len(request.messages) // 2:02d}.py"})])
@@ -38,27 +43,92 @@ def reader(clock: Clock, *, obeys: bool = True):
 
 def test_past_the_time_budget_the_model_is_asked_to_answer_from_what_it_has(tmp_path: Path) -> None:
     make_files(tmp_path, 6, 200)
-    clock = Clock(100.0)
+    clock = Clock(80.0)
     provider = FakeProvider(reader(clock))
     agent, rec, _ = make_agent(tmp_path, provider)
     agent.time_budget, agent.clock = 150.0, clock
     result = agent.run("What do these files do?")
     assert (result.reason, result.answer, result.turns) == ("end_turn", ANSWER, 3)
     assert [r.answer_only for r in provider.requests] == [False, False, True]
+    # The second step came back at 160 s with a call: not run (issue 41: a late step's calls and then
+    # the answer took runs 55 s past the budget); the answer is asked for at once.
     assert [e.fields["step"] for e in rec.of("info")] == [
-        "the time budget of 150 s is spent; answer requested"
+        "the time budget of 150 s was spent while the model chose its calls; none is run; answer requested"
     ]
+    assert [e.input["file_path"] for e in rec.of("tool_start")] == ["mod00.py"]
+    assert clock.now <= 150 * 1.2
 
 
 def test_a_model_that_keeps_calling_tools_past_the_budget_ends_time_budget(tmp_path: Path) -> None:
     make_files(tmp_path, 6, 200)
-    clock = Clock(100.0)
+    clock = Clock(80.0)
     provider = FakeProvider(reader(clock, obeys=False))
     agent, _rec, _ = make_agent(tmp_path, provider)
     agent.time_budget, agent.clock = 150.0, clock
     result = agent.run("What do these files do?")
     assert result.reason == "time_budget" and result.turns == 3
     assert "time budget of 150 s" in (result.error or "") and "--time-budget" in (result.error or "")
+
+
+class SlowAnswer(FakeProvider):
+    """A model whose first step ends at 160 s with a call, then answers ten seconds a sentence, for ever."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__([])
+        self.clock, self.sentences = clock, 0
+
+    def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+        if not request.answer_only:
+            self.clock.now = 160.0
+            yield StreamToolCall("c1", "Read", '{"file_path": "mod00.py"}')
+            yield MessageEnd(Usage(10, output_tokens=5), "tool_use")
+            return
+        while True:
+            # The stream is read in a thread of its own: a pause lets the reader take each sentence at
+            # the time it says it came.
+            time.sleep(0.2)
+            self.clock.now += 10
+            self.sentences += 1
+            yield StreamText(f"Sentence {self.sentences}. ")
+
+
+def test_the_answer_asked_for_after_the_budget_is_stopped_at_its_share_as_far_as_it_got(
+    tmp_path: Path,
+) -> None:
+    make_files(tmp_path, 2, 200)
+    clock = Clock(0.0)
+    provider = SlowAnswer(clock)
+    agent, _rec, _ = make_agent(tmp_path, provider)
+    agent.time_budget, agent.clock = 150.0, clock
+    result = agent.run("What do these files do?")
+    # 150 s and a fifth of it for the answer: what came by 180 s is kept, the rest never read.
+    assert result.reason == "time_budget"
+    assert result.answer == "Sentence 1. " and provider.sentences == 2
+    assert "stopped at the end of the question's time" in (result.error or "")
+    assert "150 s and 30 s for the answer" in (result.error or "")
+    assert agent.messages[-1].text == "Sentence 1. "  # the answer as far as it got stays
+
+
+def test_a_question_ends_within_its_time_whatever_the_server_streams(tmp_path: Path) -> None:
+    # A real server that drips its answer for ever: the question ends at the budget and its share
+    # (2 s and 0.4 s), the answer as far as it got shown. Before, it dripped to --answer-timeout (1 800 s).
+    (tmp_path / "a.py").write_text("x = 1\n")
+
+    async def words() -> AsyncIterator[bytes]:
+        n = 0
+        while True:
+            n += 1
+            yield openai_chunk(f"word{n} ")
+            await asyncio.sleep(0.1)
+
+    with LiveServer(misbehaving_app(lambda n: sse(words()))) as server:
+        flags = ("-w", str(tmp_path), "--base-url", f"{server.url}/v1", "--server", "openai", "-m", "m")
+        run = run_cli(
+            *flags, "--context-window", "8192", "--no-search", "--time-budget", "2", "hi", timeout=60
+        )
+    assert run.code == 4, run.err
+    assert "word1 word2" in run.out
+    assert "stopped at the end of the question's time" in run.err and "Traceback" not in run.err
 
 
 def test_the_last_turn_of_max_turns_asks_for_the_answer(tmp_path: Path) -> None:

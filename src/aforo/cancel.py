@@ -15,7 +15,7 @@ from __future__ import annotations
 import queue
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import TypeVar
@@ -45,9 +45,14 @@ def cancel_on_sigint(cancel: threading.Event) -> Iterator[None]:
 
 
 def interruptible(
-    source: Iterator[T], cancel: threading.Event, stop: threading.Event | None = None
+    source: Iterator[T],
+    cancel: threading.Event,
+    stop: threading.Event | None = None,
+    until: Callable[[], bool] | None = None,
 ) -> Iterator[T]:
-    """Iterate `source` in a daemon thread; stop at once when `cancel` is set, even while it blocks.
+    """Iterate `source` in a daemon thread; stop at once when `cancel` is set, even while it blocks, or
+    once `until()` is true (the run's time is up: a server silent while it reads the prompt is not
+    waited for).
 
     The source's own exceptions are raised here. After a cancel, or `stop` (set by a consumer that has
     read enough), the worker closes the source (in its own thread, as a generator requires) as soon as
@@ -78,7 +83,9 @@ def interruptible(
         try:
             got = items.get(timeout=POLL_S)
         except queue.Empty:
-            if cancel.is_set():
+            if cancel.is_set() or (until is not None and until()):
+                if stop is not None:
+                    stop.set()  # the worker closes the stream once it yields
                 return
             continue
         if isinstance(got, tuple):

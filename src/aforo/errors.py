@@ -8,6 +8,7 @@ AforoError
 │   ├── HTTPStatusError    an HTTP error answer that is not an overflow
 │   ├── ProtocolError      a malformed body or stream (non-JSON, no finish reason, empty stream)
 │   └── ContextOverflowError  the server said the prompt does not fit (every dialect maps here)
+├── OutOfTime              a model call stopped at the end of the run's time (what it had answered kept)
 ├── ToolError              a tool refused or failed; becomes an is_error tool_result, never a crash
 ├── StoreError             a checkpoint/session/telemetry read or write failed
 │   ├── QuotaExceeded      a write would exceed the state quota
@@ -84,6 +85,14 @@ class ContextOverflowError(ProviderError):
         super().__init__(message)
         self.n_prompt = n_prompt
         self.n_ctx = n_ctx
+
+
+class OutOfTime(AforoError):
+    """A model call was stopped at the end of the run's time; `partial` is what it had answered."""
+
+    def __init__(self, message: str, partial: str = "") -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 class ToolError(AforoError):

@@ -75,6 +75,11 @@ TEXT_CALL_LITERAL_CHARS = limit(
     "characters",
     "a tool call an answer writes as a Python literal (single quotes); a longer one stays text",
 )
+# A label quotes a call's input (the summary request's markers and result labels, the evidence list):
+# a model's 100 000-character argument repeated there left a summary request nothing could shrink.
+LABEL_CHARS = limit(
+    "label_chars", 200, "characters", "a string of a tool call's input quoted in a label (the rest counted)"
+)
 CONFIG_BYTES = limit("config_bytes", 1 * MiB, "bytes", "size of a config file (config.toml, .aforo.toml)")
 # The tokenizer.json of common models takes 2-35 MB (Qwen2.5's 7 MB, Gemma 3's 33 MB).
 TOKENIZER_BYTES = limit("tokenizer_bytes", 64 * MiB, "bytes", "a tokenizer.json (--tokenizer, tokenizer)")
@@ -127,6 +132,16 @@ RUN_SECONDS = limit(
     "seconds",
     "wall time of one question before the model is asked to answer from what it has",
     setting="--time-budget SECONDS or time_budget in the config file",
+)
+# Past the time budget the model is asked for its answer; that answer has this share of the budget more,
+# and a stream still going then is stopped, kept as far as it got: a question takes at most 1.2 x the
+# budget (two runs went 55 s past 150 s: a call started before it streamed on, then the answer's).
+LATE_ANSWER_SHARE = limit(
+    "late_answer_share",
+    0.2,
+    "of run_seconds",
+    "the answer asked for once the time budget is spent; a stream still going after it is stopped",
+    setting="--time-budget (it scales with it)",
 )
 RESPONSE_BYTES = limit(
     "response_bytes",

@@ -12,6 +12,8 @@ the same as from a server with native tool calls — the answer's text as it str
 An answer that starts repeating itself word for word (aforo.repeats) is not read to the output limit:
 the stream is closed, which stops the server, and the answer ends after the first copy, `end_turn`,
 with a warning that says so. Its usage is unknown then (the server reports it last): none is claimed.
+Once `until()` is true (the run's time is up) the stream is closed too, while it streams or while the
+server is still silent, and `OutOfTime` carries what had come.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 
 from aforo.cancel import interruptible
-from aforo.errors import ProtocolError, ProviderError
+from aforo.errors import OutOfTime, ProtocolError, ProviderError
 from aforo.events import EventSink, Progress, Warning, phase
 from aforo.messages import MessageEnd, Request, StreamProgress, StreamText, StreamToolCall, Usage
 from aforo.protocols import Provider
@@ -44,13 +46,14 @@ def collect(
     cancel: threading.Event | None = None,
     on_text: Callable[[str], None] | None = None,
     progress: EventSink | None = None,
+    until: Callable[[], bool] | None = None,
 ) -> Reply:
     text: list[str] = []
     try:
         if progress is None:
-            return _answer(provider, request, cancel, on_text, None, text)
+            return _answer(provider, request, cancel, on_text, None, text, until)
         with phase(progress, "prompt"):
-            return _answer(provider, request, cancel, on_text, progress, text)
+            return _answer(provider, request, cancel, on_text, progress, text, until)
     except ProviderError as exc:
         exc.partial = "".join(text)  # the caller keeps what the model had answered
         raise
@@ -63,6 +66,7 @@ def _answer(
     on_text: Callable[[str], None] | None,
     progress: EventSink | None,
     text: list[str],
+    until: Callable[[], bool] | None = None,
 ) -> Reply:
     """The answer's events read into `text` (which the caller holds on to if the stream fails)."""
     calls: list[StreamToolCall] = []
@@ -71,7 +75,12 @@ def _answer(
     repeats = Repeats()
     stop = threading.Event()  # set once the answer loops: the worker closes the stream
     events = provider.stream(request, cancel)
-    for event in interruptible(events, cancel, stop) if cancel is not None else events:
+    for event in interruptible(events, cancel, stop, until) if cancel is not None else events:
+        if until is not None and until() and not isinstance(event, MessageEnd):
+            stop.set()
+            if cancel is None and isinstance(events, Generator):
+                events.close()
+            raise OutOfTime("the run's time is up", "".join(text))
         if cancel is not None and cancel.is_set():
             raise KeyboardInterrupt
         if isinstance(event, StreamProgress):
@@ -107,6 +116,8 @@ def _answer(
             calls.append(event)
     if cancel is not None and cancel.is_set():
         raise KeyboardInterrupt  # interruptible stopped waiting: the user cancelled
+    if until is not None and until():
+        raise OutOfTime("the run's time is up", "".join(text))
     raise ProtocolError(f"the {provider.name} stream ended without a final message (no usage, no stop)")
 
 

@@ -3,7 +3,8 @@ exit code and a message naming the limit (and how to raise it), never a tracebac
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,6 @@ from faults.server import (
     Behave,
     MiB,
     drip,
-    endless,
     layered_bomb,
     misbehaving_app,
     ok_sse,
@@ -49,8 +49,18 @@ def said(run: CliRun) -> str:
     return run.out + run.err
 
 
+async def counting() -> AsyncIterator[bytes]:
+    """Tokens that never repeat (`token1 token2 …`), as fast as the client reads, never an end: the
+    same token again and again would be a loop, which the loop stop ends first."""
+    n = 0
+    while True:
+        yield b"".join(openai_chunk(f"token{n + i} ") for i in range(256))
+        n += 256
+        await asyncio.sleep(0)
+
+
 def test_endless_stream_ends_with_the_answer_limit(aforo: object) -> None:
-    run = aforo(lambda n: sse(endless(openai_chunk("token "))))  # type: ignore[operator]
+    run = aforo(lambda n: sse(counting()))  # type: ignore[operator]
     assert run.code == EXIT_ERROR
     text = said(run)
     assert "answer_bytes" in text and "--max-tokens" in text

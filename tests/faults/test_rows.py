@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import time
 from pathlib import Path
 
@@ -36,12 +37,12 @@ SK_RUN = "sk-" * 26_667  # the issue's 80 KB
 SLASH_RUN = "/" * 80_000
 
 
-def session_texts(home: Path) -> list[str]:
-    """Every assistant text of every session saved under `home`."""
+def session_texts(home: Path, role: str = "assistant") -> list[str]:
+    """Every text of `role` of every session saved under `home`."""
     texts = []
     for path in (home / "sessions").glob("*.json"):
         for message in json.loads(path.read_text())["messages"]:
-            if message["role"] == "assistant":
+            if message["role"] == role:
                 texts += [b["text"] for b in message["content"] if b.get("type") == "text"]
     return texts
 
@@ -50,19 +51,27 @@ def session_texts(home: Path) -> list[str]:
 
 
 @pytest.mark.timeout(60)  # a hang guard: each of the two runs took 34-44 s to redact before
-def test_an_answer_of_80_kb_of_slashes_and_of_sk_prefixes_is_saved_whole(
-    aforo: object, aforo_home: Path
+@pytest.mark.parametrize("hostile", [SLASH_RUN, SK_RUN], ids=["slashes", "sk- prefixes"])
+def test_80_kb_of_slashes_and_of_sk_prefixes_are_saved_whole(
+    aforo: object, aforo_home: Path, hostile: str
 ) -> None:
-    answer = f"{SLASH_RUN}\n{SK_RUN}"
-    run = aforo(lambda n: ok_sse(answer))  # type: ignore[operator]
+    # As an answer the loop stop ends them now (one character or three, repeated: issue 41), so the
+    # 80 KB reach the session as the question, which is saved (and redacted) the same way.
+    window = ("--context-window", "65536")  # 80 KB is some 20 000 tokens
+    run = aforo(lambda n: ok_sse("Nothing to add."), *window, prompt=hostile)  # type: ignore[operator]
     assert run.code == 0, said(run)
-    assert answer in session_texts(aforo_home)  # no secret in it: redaction keeps every character
+    assert hostile in session_texts(aforo_home, "user")  # no secret in it: redaction keeps every character
+
+
+# Spaces that vary at random between the levels: the same level again and again is a loop, which the
+# loop stop would end before the parser saw the thousandth.
+_SPACES = random.Random(13)
+NESTED = "".join('{"name": "Read", "arguments":' + " " * _SPACES.randint(1, 8) for _ in range(1000))
+CLOSED = "".join("}" + " " * _SPACES.randint(0, 8) for _ in range(1000))
 
 
 @pytest.mark.parametrize(
-    "answer",
-    ["[" * 1000, '{"name": "Read", "arguments": ' * 1000 + "{}" + "}" * 1000],
-    ids=["1000 brackets", "1000 nested calls"],
+    "answer", ["[" * 1000, NESTED + "{}" + CLOSED], ids=["1000 brackets", "1000 nested calls"]
 )
 def test_an_answer_the_text_call_parser_once_recursed_on_ends_the_run_normally(
     aforo: object, aforo_home: Path, answer: str

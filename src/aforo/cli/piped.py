@@ -109,16 +109,24 @@ def fit(prompt: Prompt, agent: Agent) -> Fitted:
         room = max(1, int(room * limit / used * MARGIN))
     if not cut.truncated:  # the rest of the request is what does not fit: admission says so
         return Fitted(text)
-    return Fitted(text, _notice(prompt.piped, cut.content, cut.removed_lines, used, limit))
+    return Fitted(text, _notice(prompt.piped, cut.content, cut.removed_lines, cut.removed_chars, used, limit))
 
 
-def _notice(piped: str, kept: str, removed_lines: int, used: int, limit: int) -> str:
+def _notice(piped: str, kept: str, removed_lines: int, removed_chars: int, used: int, limit: int) -> str:
     total = piped.count("\n") + (not piped.endswith("\n"))
-    first = kept[: kept.find(f"\n[... {removed_lines} lines (")].count("\n") + 1  # counted from 1
+    head = kept[: kept.find(f"\n[... {removed_lines} lines (")]
+    first = head.count("\n") + 1  # counted from 1
     last = first + removed_lines - 1
     over = "" if used <= limit else f" (still {used} tokens of the {limit} it should keep below)"
+    said = f"The piped text ({total} lines, {len(piped)} characters) is more than the window holds: "
+    if removed_lines == 0:  # the cut is inside one long line: "lines 1-0" said nothing
+        start = len(head) - head.rfind("\n")  # the line's first character cut, counted from 1
+        return (
+            f"{said}characters {start}-{start + removed_chars - 1} of line {first} were cut from its "
+            f"middle and the model sees the rest{over}. To ask about them, pipe that part, or mention the "
+            "file with @path."
+        )
     return (
-        f"The piped text ({total} lines, {len(piped)} characters) is more than the window holds: lines "
-        f"{first}-{last} were cut from its middle and the model sees the rest{over}. To ask about them, "
-        f"pipe that part (sed -n {first},{last}p FILE), or mention the file with @path."
+        f"{said}lines {first}-{last} were cut from its middle and the model sees the rest{over}. To ask "
+        f"about them, pipe that part (sed -n {first},{last}p FILE), or mention the file with @path."
     )

@@ -30,6 +30,7 @@ from aforo.events import (
     Warning,
     event_to_json,
 )
+from aforo.limits import LATE_ANSWER_SHARE
 
 ARGS_WIDTH = 100
 DISCARDED = (
@@ -177,9 +178,11 @@ class HumanRenderer:
             f"the answer, counts {counts} ({f.get('counter')})",
         ]
         if "time_budget" in f:
+            budget = float(f["time_budget"])  # type: ignore[arg-type]
+            end = budget * (1 + LATE_ANSWER_SHARE.value)
             lines.append(
-                f"each question: up to {f.get('max_turns')} model calls and {f['time_budget']:g} s, then "
-                "an answer from what it has (--max-turns, --time-budget)"
+                f"each question: up to {f.get('max_turns')} model calls and {budget:g} s, then an answer "
+                f"from what it has, stopped at {end:g} s (--max-turns, --time-budget)"
             )
         if f.get("tool_mode") == "constrained":
             lines.append("tools: each answer is one JSON step the server's schema forces (--tool-mode)")

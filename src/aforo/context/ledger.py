@@ -7,10 +7,13 @@ compacted conversation, and records which ones the model's summary missed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from aforo.limits import LABEL_CHARS
 from aforo.messages import Message, ToolUse
 from aforo.records import CheckpointFacts, Decision, Evidence, Stamp
 
@@ -82,17 +85,53 @@ def constraints_of(text: str) -> tuple[list[str], list[str]]:
 
 
 def evidence_source(use: ToolUse) -> str:
-    args = use.input
+    """How the evidence list and the summary requests name a call: its tool and target (a path, a
+    pattern), Read's lines; every string of it quoted up to `label_chars`."""
+    args = short_input(use.input)
     target = args.get("file_path") or args.get("path") or args.get("pattern") or ""
     source = f"{use.name} {target}".strip()
     if use.name == "Read" and ("offset" in args or "limit" in args):
-        start = int(args.get("offset") or 1)
-        source += f" lines {start}-{start + int(args.get('limit') or 0) - 1}" if args.get("limit") else ""
+        start, count = _whole(args.get("offset") or 1), _whole(args.get("limit") or 0)
+        if start is None or count is None:  # a model's `1e400` or "ten": as given (issue 39 D3)
+            source += f" offset {args.get('offset')} limit {args.get('limit')}"
+        elif count:
+            source += f" lines {start}-{start + count - 1}"
     elif use.name == "Grep" and args.get("glob"):
         source += f" in {args['glob']}"
     if not target:
         source = f"{use.name} {json.dumps(args, ensure_ascii=False, sort_keys=True)}"
     return source
+
+
+def short_input(args: dict[str, Any]) -> dict[str, Any]:
+    """A call's input as a label quotes it: each string (or list, or object, as JSON) longer than
+    `label_chars` cut to it, saying how much was cut. A model's 100 000-character name was repeated whole
+    in the summary request, which no shrinking step touches, and compaction failed (issue 39 D9). Cut
+    values are unique (a digest of the whole), and cutting twice changes nothing."""
+    return {key: _short(value) for key, value in args.items()}
+
+
+def _short(value: Any) -> Any:
+    text = value if isinstance(value, str) else None
+    if isinstance(value, (list, dict)):
+        text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    if text is None or len(text) <= LABEL_CHARS.value:
+        return value
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    mark = f"… [{len(text):,} characters, {digest}]"
+    return text[: int(LABEL_CHARS.value) - len(mark)] + mark
+
+
+def _whole(value: Any) -> int | None:
+    """A line number or count as a model may write it (7, 7.0, "7"), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None  # inf and nan are not
+    try:
+        return int(value) if isinstance(value, int) or (isinstance(value, str) and len(value) < 20) else None
+    except ValueError:
+        return None
 
 
 def evidence_line(source: str, facts: str) -> str:

@@ -12,8 +12,9 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
-from aforo.context.ledger import evidence_source
+from aforo.context.ledger import evidence_source, short_input
 from aforo.context.tokens import Count, estimate_request, estimate_text
 from aforo.errors import CompactionError
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
@@ -61,9 +62,7 @@ def transcript_pieces(messages: list[Message] | tuple[Message, ...]) -> list[Pie
                     pieces.append(Piece(message.role, block.text, kind))
             elif isinstance(block, ToolUse):
                 names[block.id] = block
-                marker = (
-                    f"[called {block.name} {json.dumps(block.input, ensure_ascii=False, sort_keys=True)}]"
-                )
+                marker = f"[called {block.name} {_quoted(block.input)}]"
                 if pieces and pieces[-1].shrinkable == "call" and marker == last_marker:
                     repeats += 1
                     pieces[-1] = Piece("assistant", f"{marker} x{repeats}", "call")
@@ -72,10 +71,15 @@ def transcript_pieces(messages: list[Message] | tuple[Message, ...]) -> list[Pie
                     pieces.append(Piece("assistant", marker, "call"))
             elif isinstance(block, ToolResult) and not block.cleared:
                 use = names.get(block.tool_use_id)
-                label = f"{use.name} {json.dumps(use.input, ensure_ascii=False)}" if use else "tool"
+                label = f"{use.name} {_quoted(use.input)}" if use else "tool"
                 status = "error" if block.is_error else "result"
                 pieces.append(Piece(f"{status} of {label}", block.content, "tool"))
     return pieces
+
+
+def _quoted(args: dict[str, Any]) -> str:
+    """A call's input in a marker or a result's label: its long strings cut (`short_input`)."""
+    return json.dumps(short_input(args), ensure_ascii=False, sort_keys=True)
 
 
 def render(pieces: list[Piece]) -> str:

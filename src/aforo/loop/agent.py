@@ -22,20 +22,20 @@ from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
 from aforo.context.plan import RecoveryFailed
 from aforo.context.watch import loud_overflow_message, recovery_failed
-from aforo.errors import ContextOverflowError, ProviderError, RejectedError, TransformError
+from aforo.errors import ContextOverflowError, OutOfTime, ProviderError, RejectedError, TransformError
 from aforo.events import EventSink, Info, RunEnd, RunResult
 from aforo.limits import RUN_SECONDS
 from aforo.loop.after_answer import next_step
-from aforo.loop.budgets import before_turn
+from aforo.loop.budgets import before_turn, late_seconds, spent_during, stopped_note
 from aforo.loop.opening import Guide, open_run
 from aforo.loop.reading import ReadReply, read_reply
 from aforo.loop.run import CANCELLED, CANCELLED_RESULT, End, RunState, out_of_turns, stop_if, turn_end
 from aforo.loop.schema_refusal import refused_schema
 from aforo.loop.shown import Shown
 from aforo.loop.tool_batch import act_on
-from aforo.messages import Message, Request, SystemPart
+from aforo.messages import Message, MessageEnd, Request, SystemPart, Usage
 from aforo.protocols import Provider
-from aforo.stream import collect
+from aforo.stream import Reply, collect
 from aforo.summarised import compacted, summarised
 from aforo.tools.registry import ToolRegistry
 
@@ -97,6 +97,7 @@ class Agent:
         deadline = self.clock() + self.time_budget
         asked = prompt if question is None else question
         run = RunState(question=asked, compacted=compacted(self.messages), deadline=deadline)
+        run.hard = deadline + late_seconds(self.time_budget)
         run.answer_only = answer_first
         self.system = open_run(
             self.governor.conversation,
@@ -132,6 +133,11 @@ class Agent:
             self.emit(Info(fields={"step": note}))
         read = self._call(turn, cancel, run)
         stop_if(cancel)
+        if read.uses and not run.answer_only and self.clock() >= run.deadline:
+            # Calls chosen as the budget ran out: none is run, the answer is asked for at once.
+            run.answer_only = True
+            self.emit(Info(fields={"step": spent_during(self.time_budget)}))
+            return
         gov = self.governor
         cap, room = gov.tool_cap(), gov.results_room(run.context)
         known = {s: kept for s, kept in summarised(self.messages, run.compacted).items() if s in run.read}
@@ -171,8 +177,22 @@ class Agent:
                 raise End("context_overflow", recovery_failed(refused, exc, gov.summary_lane)) from exc
             shown = Shown(self.tools, self.emit, live=self.live_text)
             try:
-                reply = collect(self.provider, admitted.request, cancel, shown.on_text, self.emit)
+                reply = collect(
+                    self.provider,
+                    admitted.request,
+                    cancel,
+                    shown.on_text,
+                    self.emit,
+                    until=lambda: self.clock() >= run.hard,
+                )
                 break
+            except OutOfTime as exc:
+                if exc.partial.strip():  # what the model had answered stays, is shown, and is the answer
+                    gov.conversation.append(Message.assistant(exc.partial))
+                    shown.settle(
+                        read_reply(Reply(exc.partial, (), MessageEnd(Usage(), "end_turn")), self.tools, ())
+                    )
+                raise End("time_budget", stopped_note(self.time_budget), exc.partial) from exc
             except ContextOverflowError as exc:
                 # One recovery: adopt the window the server named, compact once (on the compaction
                 # lane), retry once.

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from aforo.errors import ToolError
+from aforo.errors import LimitExceeded, ToolError
 from aforo.limits import AGENTS_MD_BYTES, OVERVIEW_CHARS
 from aforo.messages import SystemPart
 from aforo.navigate.repomap import MAP_PART
@@ -123,7 +123,8 @@ def workspace_files(workspace: Path) -> list[str]:
     ctx = ToolContext(workspace, deadline=time.monotonic() + OVERVIEW_SECONDS)
     try:
         return sorted(list_files(workspace.resolve(), ctx))
-    except ToolError:
+    # rg's memory cap (a 200 000-line .gitignore): no overview; the map's index says why (issue 39 D2).
+    except (ToolError, LimitExceeded):
         return []
 
 

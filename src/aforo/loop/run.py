@@ -48,6 +48,7 @@ class RunState:
     context: int = 0  # tokens of the conversation once the last answer is in it
     compacted: frozenset[str] = frozenset()  # the compactions the run started with (not its own)
     deadline: float = math.inf  # when the time budget is spent (the agent's clock)
+    hard: float = math.inf  # when the answer asked for after it is stopped, as far as it got
     late: int = 0  # turns started after the deadline
     read: set[str] = field(default_factory=set)  # the sources (as evidence lists name them) it called
 

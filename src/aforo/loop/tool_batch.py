@@ -96,6 +96,7 @@ def act_on(
     }
     answered = answered_calls(conversation.messages)
     uses, later = within(uses, {**answered, **told}, cap, room)
+    fresh = len({_key(u) for u in uses} - answered.keys() - told.keys())
     blocks: list[TextBlock | ToolUse] = [TextBlock(read.answer)] if read.answer else []
     conversation.append(Message("assistant", (*blocks, *uses)))
     if not uses:
@@ -104,10 +105,9 @@ def act_on(
         emit(ToolStart(id=use.id, name=use.name, input=use.input))
     outcomes = run_batch(tools, uses, cap=cap, answered=answered, told=told, cancel=cancel, question=question)
     if later:
-        outcomes[-1] = _with_note(outcomes[-1], later)
-        emit(
-            Info(fields={"step": f"not read yet, for want of room in the context window: {_targets(later)}"})
-        )
+        why = _deferred_because(fresh, cap, room)
+        outcomes[-1] = _with_note(outcomes[-1], later, why)
+        emit(Info(fields={"step": f"not read yet: {_targets(later)} ({why})"}))
     # Appended before the events are emitted: whoever persists on events saves the results too.
     conversation.append(Message("user", tuple(o.result for o in outcomes)))
     for o in outcomes:
@@ -147,12 +147,20 @@ def _targets(uses: Sequence[ToolUse]) -> str:
     return ", ".join(dict.fromkeys(result_label(u) for u in uses))
 
 
-def _with_note(outcome: CallOutcome, later: Sequence[ToolUse]) -> CallOutcome:
-    """The last result, naming the calls of its step that were not run: the model asks for them again."""
-    note = (
-        f"\n[Not read yet: the context window holds no more results now. Ask again after this for: "
-        f"{_targets(later)}.]"
+def _deferred_because(fresh: int, cap: Cap, room: int | None) -> str:
+    """Why a step's later calls were not run: the room `within` counted them against, said as it is.
+    "For want of room in the context window" was shown with the window 3-30 % full (issue 41): a step's
+    results are counted at the cap, all that each may take, not at what they take."""
+    results = f"{fresh} new result{'' if fresh == 1 else 's'}"
+    return (
+        f"a step reads {results} at most now: each is counted at the cap, {cap.tokens:,} tokens, all one "
+        f"may take, and {max(0, room or 0):,} tokens are left before compaction"
     )
+
+
+def _with_note(outcome: CallOutcome, later: Sequence[ToolUse], why: str) -> CallOutcome:
+    """The last result, naming the calls of its step that were not run: the model asks for them again."""
+    note = f"\n[Not read yet: {why}. Ask again after this for: {_targets(later)}.]"
     result = replace(outcome.result, content=outcome.result.content + note)
     return replace(outcome, result=result)
 

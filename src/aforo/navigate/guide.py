@@ -5,7 +5,9 @@ One `Navigator` per workspace and window. Its budgets scale with the window: the
 of `FIXED_SHARE` of the window once the rest of the fixed prompt (aforo's instructions, AGENTS.md, the
 tools) is counted, so the map never pushes the fixed prompt past it; the pre-search takes
 `SEARCH_SHARE` of the window. Both are capped: a large window does not need a larger map to be found.
-The agent calls `guide` as a run begins, with plain values, and sends what it gets.
+The agent calls `guide` as a run begins, with plain values, and sends what it gets. A workspace whose
+files cannot be listed (`SymbolIndex.unlisted`) is not listed again: the map keeps what it had, the
+pre-search (which would meet the same limit) is off, and the user is told once.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from aforo.events import Event, ToolEnd, ToolStart
+from aforo.events import Event, ToolEnd, ToolStart, Warning
 from aforo.limits import TOOL_SECONDS
 from aforo.messages import Message, SystemPart, ToolResult, ToolUse
 from aforo.navigate.index import SymbolIndex, build_index, cache_path
@@ -48,11 +50,26 @@ class Navigator:
         self._cache = cache_path(workspace) if cache else None
         self._index: SymbolIndex | None = None
         self._map_chars = 0
+        self._told = False  # the user was told why the workspace is not listed
 
     def index(self, refresh: bool = False) -> SymbolIndex:
-        if self._index is None or refresh:
+        unlisted = self._index is not None and self._index.unlisted is not None
+        if self._index is None or (refresh and not unlisted):
             self._index = build_index(self.workspace, self._cache, previous=self._index)
         return self._index
+
+    def _unlisted(self) -> tuple[Event, ...]:
+        """The warning that the map and the pre-search are off, the first time only."""
+        why = self.index().unlisted
+        if why is None or self._told:
+            return ()
+        self._told = True
+        return (
+            Warning(
+                message=f"The repository map and the pre-search are off for this workspace: {why} "
+                "The model's own searches may stop at the same limit."
+            ),
+        )
 
     def repo_map(self, fixed_chars: int, question: str = "") -> str | None:
         """The map for the system prompt, given the characters the rest of the fixed prompt takes."""
@@ -80,12 +97,14 @@ class Navigator:
         if not (rank or self.presearch):
             return Guided(parts)
         self.index(refresh=True)  # files may have changed since the last question
+        told = self._unlisted()
+        # The pre-search's time runs from here: reading the question for names is part of it.
+        started = time.monotonic()
         mapped = self._render(question) if rank else None
         if mapped:
             parts = tuple(replace(p, text=mapped) if p.name == MAP_PART else p for p in parts)
-        if not self.presearch:
-            return Guided(parts)
-        started = time.monotonic()
+        if not self.presearch or self.index().unlisted is not None:
+            return Guided(parts, events=told)
         ctx = ToolContext(self.workspace, deadline=started + TOOL_SECONDS.value)
         found = search(self.workspace, self.index(), question, self.search_chars(), ctx)
         if found is None:

@@ -6,7 +6,9 @@ The files are those ripgrep would search (ignore files honoured), the source one
 a large tree takes seconds, so what was parsed is kept in the state directory, one cache file per
 workspace, each file's entry keyed by its path, mtime and size: the next build parses only what
 changed. A build that reaches `map_seconds` stops and keeps what it has; the rest is parsed next time.
-A cache that cannot be read or written costs time, never the map.
+A cache that cannot be read or written costs time, never the map. A listing that reaches a limit (rg's
+memory, which a 200 000-line .gitignore exhausts) leaves the index as it was and says why (`unlisted`):
+the run goes on without the map, never ends in a traceback.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from aforo.errors import StoreError, ToolError
+from aforo.errors import LimitExceeded, StoreError, ToolError
 from aforo.limits import MAP_FILE_BYTES, MAP_FILES, MAP_SECONDS, STATE_FILE_BYTES
 from aforo.navigate.symbols import Definition, FileSymbols, symbols
 from aforo.navigate.terms import parts, stem
@@ -49,6 +51,7 @@ class SymbolIndex:
     files: dict[str, Entry]
     sources: int  # source files in the workspace, indexed or not
     parsed: int = 0  # files parsed by this build (the others came from the cache)
+    unlisted: str | None = None  # why the workspace's files could not be listed (None: they were)
 
     @cached_property
     def references(self) -> Counter[str]:
@@ -102,6 +105,11 @@ def build_index(
         listed = list_files(root, ToolContext(root, deadline=started + seconds))
     except ToolError:  # rg missing or past the deadline: what was known stays, the cache untouched
         return SymbolIndex(dict(known), len(known))
+    # rg's memory cap (issue 29 D6) ends it as a LimitExceeded, no ToolError (the tools report it as the
+    # limit it is): caught only as a ToolError here, a 200 000-line .gitignore ended every question in a
+    # traceback (issue 39 D2).
+    except LimitExceeded as exc:
+        return SymbolIndex(dict(known), len(known), unlisted=str(exc))
     sources = sorted(p for p in listed if suffix(p) in SOURCE_SUFFIXES)
     files: dict[str, Entry] = {}
     parsed = 0

@@ -27,6 +27,7 @@ from aforo.tools.workspace import resolve, root_of
 LINES_BEFORE = 5
 LINES_AROUND = 40
 _LINES = re.compile(r"^(?P<path>.+?):(?P<first>\d+)(?:-(?P<last>\d+))?$")
+LINE_DIGITS = 18  # more names no line of any file (Read scans at most read_bytes)
 _LISTED_NAMES = 24
 _SUGGESTIONS = 5
 
@@ -72,13 +73,24 @@ def named(locate: Locator, spelled: str) -> Target | None:
         return Target(within, base, symbol=symbol.strip())
     lines = _LINES.match(spelled)
     if lines and (within := locate(lines["path"])):
-        first = max(1, int(lines["first"]))
+        first = max(1, _line(lines["path"], lines["first"]))
         if lines["last"] is None:
             # One line, as a citation names it: shown with the lines around it.
             return Target(within, lines["path"], max(1, first - LINES_BEFORE), LINES_AROUND)
-        last = max(1, int(lines["last"]))
+        last = max(1, _line(lines["path"], lines["last"]))
         return Target(within, lines["path"], min(first, last), abs(last - first) + 1)
     return None
+
+
+def _line(path: str, digits: str) -> int:
+    """A line number as `path:N` spells it; thousands of digits are no line (int() refuses more than
+    4 300: "internal error in tool Read: ValueError", issue 39 D14)."""
+    if len(digits) > LINE_DIGITS:
+        raise ToolError(
+            f"{show(path)}:{digits[:12]}… names no line: its number has {len(digits):,} digits, and no file "
+            f"has that many lines. Name a line as {show(path)}:N, or read the file from its start."
+        )
+    return int(digits)
 
 
 def definition(target: Target, shown_path: str, ctx: ToolContext) -> Target:
