@@ -11,7 +11,7 @@ from typing import Any
 
 from aforo.cli.context_view import trail_lines
 from aforo.context.compacted import IN_FLIGHT
-from aforo.context.ledger import is_compacted
+from aforo.context.ledger import COMPACTED_HEADER, is_compacted
 from aforo.context.trail import BLOCK_HEADER, Trail, block, decisions_in, first_sentence, recall_only
 from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_SOURCES
 from aforo.loop.opening import TRAIL_PART
@@ -208,3 +208,11 @@ def test_the_trail_survives_resume_and_answers_for_the_session(tmp_path: Path, a
     assert "- A rule the user gave: Only answer in English." in system
     assert "asked 'What does mod00.py define?" in system and "the answer began: It defines f_0_0." in system
     assert "tools" not in bodies[-1] or not bodies[-1]["tools"] or bodies[-1].get("tool_choice") == "none"
+
+
+def test_a_session_saved_before_the_trail_gets_the_one_its_messages_still_show() -> None:
+    requests = f"<request>\n{GOAL}\n</request>\n<request>\nWhat is f?\n</request>"
+    compacted = Message.user(f"{COMPACTED_HEADER} Checkpoint: cp-1.]\n\n## The requests\n{requests}")
+    trail = Trail.of([compacted, Message.user("What is f?"), Message.assistant("f doubles x.")])
+    assert trail.requests == (GOAL, "What is f?")
+    assert trail.answers == (("What is f?", "f doubles x."),)

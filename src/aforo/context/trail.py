@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aforo.context.ledger import constraints_of, evidence_source, is_compacted
+from aforo.context.ledger import constraints_of, evidence_source, is_compacted, requests_in
 from aforo.limits import (
     TRAIL_ANSWERS,
     TRAIL_BLOCK_CHARS,
@@ -123,7 +123,14 @@ class Trail:
             return self._answer(message)
         if message.tool_results:
             return self._results(message)
-        if is_compacted(message) or not message.text.strip():
+        if is_compacted(message):
+            # Only a conversation saved before the trail is rebuilt through one (`of`): the requests
+            # its compactions re-attached are all that is left of the earlier ones.
+            trail = self
+            for request in requests_in(message):
+                trail = trail if redact(request) in trail.requests else trail._request(request)
+            return trail
+        if not message.text.strip():
             return self
         return self._request(message.text)
 
@@ -199,7 +206,14 @@ class Trail:
     def of(messages: Iterable[Message]) -> Trail:
         """The trail of a conversation saved before aforo kept one (what its messages still show)."""
         trail = Trail()
+        reattached: set[str] = set()
         for message in messages:
+            if is_compacted(message):
+                reattached |= set(requests_in(message))
+            elif message.role == "user" and not message.tool_results and message.text in reattached:
+                # The tail a compaction kept verbatim repeats a request it re-attached: one request.
+                reattached.discard(message.text)
+                continue
             trail = trail.absorb(message)
         return trail
 

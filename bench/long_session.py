@@ -1,0 +1,418 @@
+"""The long-session suite (issue 38): one conversation of 15-30 questions about real code, as a user
+holds it, while the window fills and compacts again and again; probes ask what the session holds.
+
+Each session is a script: questions a user asks about one package nobody here wrote (the sdists
+bench/real_code.py pins and fetches, plus packaging 24.1), in one aforo session: the `aforo` command,
+one process per question, `--resume` after the first, at the defaults (only --base-url, -m and --json,
+which the bench needs to reach the engine's llama-server and read the answer), in a real 4 096 or
+8 192 window (the server's -c). Between the questions, probes in Factory's four categories and the
+user's rules:
+
+- recall: what the user asked or an earlier answer said ("what was my first question?");
+- artifact: which files were read ("which files have you read?", "where did you find X?"); scored
+  against what the harness saw read (every Read of the session's --json events), not a list written
+  here: right when the answer names every file read and no file of the package that was not;
+- continuation: a question that only makes sense with the one before ("and how many lines has it?");
+- decision: what the user decided, and why;
+- rules: the rule the user stated at the start.
+
+Each probe is scored by exact facts (patterns checked by hand in the sources), and filed under how many
+compactions the session had when it was asked (0, 1, 2, 3+). Sessions marked held out were written
+after the changes of issue 38 and never used to make one; they are reported apart.
+
+Without AFORO_REAL_BASE_URL it runs itself under `scripts/real-model run --ctx N --model NAME` for each
+window asked (take /tmp/aforo-real.lock first: `flock /tmp/aforo-real.lock .venv/bin/python
+bench/long_session.py --session click-a --window 4096`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from real_canary import machine  # noqa: E402
+from real_code import AFORO, PACKAGES, REAL_MODEL, Package, fetch, pick_model  # noqa: E402
+
+PACKAGES = {
+    **PACKAGES,
+    "packaging": Package(
+        "packaging==24.1",
+        "026ed72c8ed3fcce5bf8950572258698927fd1dbda10a5e981cdf0ac37f4f002",
+        "src/packaging",
+    ),
+}
+CATEGORIES = ("recall", "artifact", "continuation", "decision", "rules")
+TIMEOUT_S = 240.0
+ALL_FILES = "all files read"  # an artifact probe's pattern: scored against what the harness saw read
+
+
+@dataclass(frozen=True)
+class Step:
+    prompt: str
+    expect: str = ""  # a pattern the answer must match ("" for a work question not scored)
+    category: str = ""  # "" for a work question
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    package: str
+    steps: tuple[Step, ...]
+    held_out: bool = False
+
+
+def work(prompt: str) -> Step:
+    return Step(prompt)
+
+
+def probe(category: str, prompt: str, expect: str = ALL_FILES) -> Step:
+    return Step(prompt, expect, category)
+
+
+READ_ALL = "Which files have you read in this session?"
+SESSIONS = (
+    Session(
+        "click-a",
+        "click",
+        (
+            work(
+                "I want to understand how click turns a decorated function into a command. "
+                "Always name the file where you found something."
+            ),
+            work("Where is the pass_context decorator defined?"),
+            work("Which exception does click raise for an option it does not know?"),
+            work(
+                "We decided to focus on core.py rather than the terminal helpers, because the terminal "
+                "code is platform-specific."
+            ),
+            work("How many lines does core.py have?"),
+            work("What does get_current_context return when there is no context and silent is True?"),
+            probe("recall", "What was my first question in this session?", r"decorated function|command"),
+            probe("rules", "What rule did I give you at the start?", r"name the file|file where"),
+            work("Which class in exceptions.py is the base class of UsageError?"),
+            probe("artifact", READ_ALL),
+            probe("decision", "What did we decide to focus on, and why?", r"core\.py(?s:.*)platform"),
+            work("Which function in decorators.py makes a decorator that passes an object of a given type?"),
+            probe("continuation", "In which file is that function defined?", r"decorators\.py"),
+            probe(
+                "recall",
+                "Which exception did you say click raises for an option it does not know?",
+                r"NoSuchOption",
+            ),
+            probe(
+                "artifact",
+                "In which file did you find the pass_context decorator earlier?",
+                r"decorators\.py",
+            ),
+            work("Where is the version_option decorator defined?"),
+            probe(
+                "decision", "Remind me: what did we decide, and for what reason?", r"core\.py(?s:.*)platform"
+            ),
+            probe("artifact", READ_ALL),
+            probe("rules", "What rules did I give you in this session?", r"name the file|file where"),
+        ),
+    ),
+    Session(
+        "itsdangerous-a",
+        "itsdangerous",
+        (
+            work("My goal: learn how itsdangerous signs and checks values. Never suggest code changes."),
+            work("Which class in signer.py signs a value?"),
+            work("Which exception is raised when a timed signature is too old?"),
+            work("We'll use URLSafeTimedSerializer for our tokens because our links go in URLs."),
+            work("In which file is URLSafeTimedSerializer defined?"),
+            probe(
+                "continuation",
+                "Which two classes does it inherit from?",
+                r"URLSafeSerializerMixin(?s:.*)TimedSerializer",
+            ),
+            work("How many lines does timed.py have?"),
+            probe("recall", "What was my goal in this session?", r"sign"),
+            probe("rules", "What rule did I give you?", r"code changes"),
+            work("Which class is the base class of every exception in exc.py?"),
+            probe("artifact", READ_ALL),
+            probe(
+                "decision",
+                "Which serializer did we decide to use, and why?",
+                r"URLSafeTimedSerializer(?s:.*)URL",
+            ),
+            work("What does the validate method of TimestampSigner return?"),
+            probe("continuation", "And in which file is that method?", r"timed\.py"),
+            probe(
+                "recall",
+                "Which exception did you name for a timed signature that is too old?",
+                r"SignatureExpired",
+            ),
+            probe("artifact", READ_ALL),
+            probe("decision", "Remind me what we decided about tokens.", r"URLSafeTimedSerializer"),
+        ),
+    ),
+    # Held out: written after the changes of issue 38, never used to make one.
+    Session(
+        "dotenv-h",
+        "dotenv",
+        (
+            work(
+                "I need to know how python-dotenv finds and loads a .env file. "
+                "Only answer from the code you read."
+            ),
+            work("Which function searches the parent directories for a .env file?"),
+            work("How many lines does main.py have?"),
+            work("We decided not to use variable expansion, because our values contain dollar signs."),
+            work("Which function in main.py removes a key from a .env file?"),
+            probe("continuation", "And which function writes a key?", r"set_key"),
+            probe("recall", "What was my first question?", r"find|load"),
+            probe("rules", "Which rule did I give you?", r"code you read|from the code"),
+            work("Which classes does variables.py define?"),
+            probe("artifact", READ_ALL),
+            probe("decision", "What did we decide about variable expansion, and why?", r"dollar"),
+            work("What does dotenv_values return?"),
+            probe("artifact", "In which file did you find find_dotenv?", r"main\.py"),
+            probe("recall", "How many lines did you say main.py has?", r"392"),
+            probe("artifact", READ_ALL),
+            probe("decision", "Remind me of our decision.", r"expansion|dollar"),
+        ),
+        held_out=True,
+    ),
+    Session(
+        "packaging-h",
+        "packaging",
+        (
+            work(
+                "My goal is to understand how packaging parses and compares versions. "
+                "Always answer in at most three sentences."
+            ),
+            work("Which class in version.py represents a version?"),
+            work("Which function in utils.py normalizes a project name?"),
+            work("We chose packaging over pkg_resources because pkg_resources is deprecated."),
+            work("How many lines does specifiers.py have?"),
+            probe("continuation", "And which class in it holds a set of specifiers?", r"SpecifierSet"),
+            probe("recall", "What was my goal in this session?", r"version"),
+            probe("rules", "What rule did I give you?", r"three sentences"),
+            work("Which exception does requirements.py define?"),
+            probe("artifact", READ_ALL),
+            probe("decision", "What did we choose, and why?", r"deprecated"),
+            work("Which function in utils.py parses a wheel filename?"),
+            probe("artifact", "In which file did you find canonicalize_name?", r"utils\.py"),
+            probe("recall", "Which exception did you say requirements.py defines?", r"InvalidRequirement"),
+            probe("artifact", READ_ALL),
+            probe("decision", "Remind me what we chose.", r"packaging|pkg_resources"),
+        ),
+        held_out=True,
+    ),
+)
+BY_ID = {s.id: s for s in SESSIONS}
+
+
+@dataclass
+class Probe:
+    session: str
+    category: str
+    compactions: int
+    right: bool
+    prompt: str
+    answer: str
+    seconds: float
+    expected: list[str] = field(default_factory=list)
+
+
+def events_of(out: str) -> list[dict[str, Any]]:
+    found = []
+    for line in out.splitlines():
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            found.append(value)
+    return found
+
+
+def read_files(events: list[dict[str, Any]], root: Path) -> set[str]:
+    """The package's files a run read (its Read calls, the pre-search's included), by base name."""
+    names = set()
+    for e in events:
+        if e.get("type") == "tool_start" and e.get("name") == "Read":
+            path = str(e.get("input", {}).get("file_path", ""))
+            if (root / path).is_file() or (root / Path(path).name).is_file():
+                names.add(Path(path).name)
+    return names
+
+
+def artifact_right(answer: str, read: set[str], package_files: set[str]) -> bool:
+    """Every file read is named, and no file of the package that was not."""
+    named = {f for f in package_files if re.search(rf"(?<![\w.]){re.escape(f)}\b", answer)}
+    return bool(read) and named == read
+
+
+def ask(
+    prompt: str, workspace: Path, flags: list[str], state: Path, resume: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AFORO_")}
+    env |= {"AFORO_HOME": str(state / "home"), "XDG_CONFIG_HOME": str(state / "config"), "NO_COLOR": "1"}
+    cmd = [AFORO, "-w", str(workspace), *flags, "--json", *(["--resume"] if resume else []), prompt]
+    started = time.monotonic()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False)
+        out = done.stdout
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else exc.stdout or ""
+    seconds = time.monotonic() - started
+    events = events_of(out)
+    result = next((e for e in reversed(events) if e.get("type") == "result"), {})
+    return result, events, seconds
+
+
+def run_session(session: Session, workspace: Path, flags: list[str]) -> list[Probe]:
+    probes: list[Probe] = []
+    read: set[str] = set()
+    files = {p.name for p in workspace.glob("*.py")}
+    compactions = 0
+    with tempfile.TemporaryDirectory(prefix="aforo-long-session-") as tmp:
+        for i, step in enumerate(session.steps):
+            result, events, seconds = ask(step.prompt, workspace, flags, Path(tmp), resume=i > 0)
+            answer = str(result.get("answer") or "")
+            ending = str(result.get("ending") or "no result")
+            if step.category:
+                if step.expect == ALL_FILES:
+                    right = ending == "end_turn" and artifact_right(answer, read, files)
+                    expected = sorted(read)
+                else:
+                    right = ending == "end_turn" and bool(re.search(step.expect, answer, re.I))
+                    expected = [step.expect]
+                bucket = min(compactions, 3)
+                probes.append(
+                    Probe(session.id, step.category, bucket, right, step.prompt, answer, seconds, expected)
+                )
+            read |= read_files(events, workspace)
+            compactions += sum(e.get("type") == "context" and e.get("action") == "compacted" for e in events)
+            said = " ".join(answer.split())[:100]
+            mark = (
+                f"{step.category}: {'right' if probes and step.category and probes[-1].right else 'wrong'}"
+                if step.category
+                else "work"
+            )
+            print(
+                f"{session.id} {i + 1:2d} [{mark}] {seconds:.0f} s, {ending}, "
+                f"compactions {compactions}: {said!r}",
+                file=sys.stderr,
+                flush=True,
+            )
+    return probes
+
+
+def table(probes: list[Probe]) -> str:
+    lines = ["| category | right | after 0 | after 1 | after 2 | after 3+ |", "|---|---|---|---|---|---|"]
+    for category in CATEGORIES:
+        group = [p for p in probes if p.category == category]
+        if not group:
+            continue
+        cells = []
+        for n in range(4):
+            at = [p for p in group if p.compactions == n]
+            cells.append(f"{sum(p.right for p in at)}/{len(at)}" if at else "-")
+        share = 100 * sum(p.right for p in group) / len(group)
+        lines.append(
+            f"| {category} | {sum(p.right for p in group)}/{len(group)} ({share:.0f} %) | "
+            + " | ".join(cells)
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+def report(probes: list[Probe], title: str) -> None:
+    for held in (False, True):
+        group = [p for p in probes if BY_ID[p.session].held_out is held]
+        if group:
+            names = ", ".join(dict.fromkeys(p.session for p in group))
+            print(f"\n{title} — {'held-out' if held else 'development'} sessions ({names})")
+            print(table(group))
+    wrong = [p for p in probes if not p.right]
+    if wrong:
+        print("\nwrong answers:")
+        for p in wrong:
+            said = " ".join(p.answer.split())[:160].replace("|", "\\|")
+            where = f"{p.session} ({p.category}, after {p.compactions})"
+            print(f"- {where}: {p.prompt!r} -> {said!r}; expected {p.expected}")
+
+
+def run_under_engine(model: str, window: int, argv: list[str]) -> int:
+    cmd = [sys.executable, str(REAL_MODEL), "run", "--ctx", str(window), "--model", model, "--"]
+    return subprocess.call([*cmd, sys.executable, __file__, *argv])
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument(
+        "--model", help="0.5b, 1.5b or an engine model's name (default: the engine's default)"
+    )
+    parser.add_argument(
+        "--session", action="append", choices=list(BY_ID), help="run this session (default: all)"
+    )
+    parser.add_argument("--held-out", action="store_true", help="run only the held-out sessions")
+    parser.add_argument(
+        "--window",
+        type=int,
+        action="append",
+        choices=(4096, 8192),
+        help="the server's window (default: both)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the probes here as JSON")
+    args = parser.parse_args(argv)
+    pin = pick_model(args.model)
+    chosen = [
+        s
+        for s in SESSIONS
+        if (not args.session or s.id in args.session) and (s.held_out or not args.held_out)
+    ]
+    base_url = os.environ.get("AFORO_REAL_BASE_URL")
+    if not base_url:
+        codes = []
+        for window in args.window or (4096, 8192):
+            rest = [a for a in argv if a not in ("--window", str(window))]
+            codes.append(run_under_engine(pin.alias, window, [*rest, "--window", str(window)]))
+        return max(codes)
+    served = os.environ.get("AFORO_REAL_MODEL", "")
+    if served != pin.alias:
+        parser.error(f"the server at {base_url} serves {served!r}, not {pin.alias}")
+    window = (args.window or [4096])[0]
+    flags = ["--base-url", base_url, "-m", served]
+    probes: list[Probe] = []
+    with tempfile.TemporaryDirectory(prefix="aforo-long-session-src-") as tmp:
+        workspaces = fetch_all({s.package for s in chosen}, Path(tmp))
+        for session in chosen:
+            probes += run_session(session, workspaces[session.package], flags)
+    report(
+        probes,
+        f"long-session suite — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine()}, {pin.alias} on "
+        f"llama-server (window {window}), aforo's defaults",
+    )
+    if args.json:
+        args.json.write_text(json.dumps([p.__dict__ for p in probes], indent=2) + "\n")
+    return 0
+
+
+def fetch_all(names: set[str], dest: Path) -> dict[str, Path]:
+    """real_code's fetch, with this suite's extra package pinned beside its own."""
+    import real_code
+
+    real_code.PACKAGES.update(PACKAGES)
+    return fetch(names, dest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
