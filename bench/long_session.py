@@ -258,12 +258,29 @@ def artifact_right(answer: str, read: set[str], package_files: set[str]) -> bool
     return bool(read) and named == read
 
 
+# `--trail always`: the session record shown for every question, not only for one about the session
+# (aforo's way), to measure which the model answers better. aforo as its console script runs it, with
+# the one function that decides patched.
+ALWAYS = """
+import sys
+from aforo.loop import opening
+asked = opening.about_session
+def shown(conversation, question, *, only=False):
+    if only:
+        return asked(conversation, question, only=True)
+    return bool(conversation.messages) and not conversation.trail.empty
+opening.about_session = shown
+from aforo.cli.main import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def ask(
-    prompt: str, workspace: Path, flags: list[str], state: Path, resume: bool
+    aforo: list[str], prompt: str, workspace: Path, flags: list[str], state: Path, resume: bool
 ) -> tuple[dict[str, Any], list[dict[str, Any]], float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AFORO_")}
     env |= {"AFORO_HOME": str(state / "home"), "XDG_CONFIG_HOME": str(state / "config"), "NO_COLOR": "1"}
-    cmd = [AFORO, "-w", str(workspace), *flags, "--json", *(["--resume"] if resume else []), prompt]
+    cmd = [*aforo, "-w", str(workspace), *flags, "--json", *(["--resume"] if resume else []), prompt]
     started = time.monotonic()
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False)
@@ -276,14 +293,14 @@ def ask(
     return result, events, seconds
 
 
-def run_session(session: Session, workspace: Path, flags: list[str]) -> list[Probe]:
+def run_session(session: Session, workspace: Path, flags: list[str], aforo: list[str]) -> list[Probe]:
     probes: list[Probe] = []
     read: set[str] = set()
     files = {p.name for p in workspace.glob("*.py")}
     compactions = 0
     with tempfile.TemporaryDirectory(prefix="aforo-long-session-") as tmp:
         for i, step in enumerate(session.steps):
-            result, events, seconds = ask(step.prompt, workspace, flags, Path(tmp), resume=i > 0)
+            result, events, seconds = ask(aforo, step.prompt, workspace, flags, Path(tmp), resume=i > 0)
             answer = str(result.get("answer") or "")
             ending = str(result.get("ending") or "no result")
             if step.category:
@@ -371,6 +388,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=(4096, 8192),
         help="the server's window (default: both)",
     )
+    parser.add_argument(
+        "--trail",
+        choices=("asked", "always"),
+        default="asked",
+        help="show the session record for questions about the session (aforo's way) or for every one",
+    )
     parser.add_argument("--json", type=Path, help="also write the probes here as JSON")
     args = parser.parse_args(argv)
     pin = pick_model(args.model)
@@ -395,11 +418,12 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="aforo-long-session-src-") as tmp:
         workspaces = fetch_all({s.package for s in chosen}, Path(tmp))
         for session in chosen:
-            probes += run_session(session, workspaces[session.package], flags)
+            aforo = [AFORO] if args.trail == "asked" else [sys.executable, "-c", ALWAYS]
+            probes += run_session(session, workspaces[session.package], flags, aforo)
     report(
         probes,
         f"long-session suite — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine()}, {pin.alias} on "
-        f"llama-server (window {window}), aforo's defaults",
+        f"llama-server (window {window}), aforo's defaults, session record shown {args.trail}",
     )
     if args.json:
         args.json.write_text(json.dumps([p.__dict__ for p in probes], indent=2) + "\n")

@@ -4,12 +4,17 @@ compaction in the middle of a question resumes that question."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from aforo.cli.commands import Commands
 from aforo.cli.context_view import trail_lines
+from aforo.cli.session_keeper import SessionKeeper
 from aforo.context.compacted import IN_FLIGHT
 from aforo.context.ledger import COMPACTED_HEADER, is_compacted
 from aforo.context.trail import BLOCK_HEADER, Trail, block, decisions_in, first_sentence, recall_only
@@ -18,6 +23,7 @@ from aforo.loop.opening import TRAIL_PART
 from aforo.messages import Message, Request, ToolResult, ToolUse
 from aforo.providers.fake import FakeProvider, FakeTurn
 from aforo.records import Decision
+from aforo.store.sessions import SessionRecord, SessionStore
 from dialects.openai_app import Call, Reply, make_openai_app
 from support.cli import run_cli
 from support.live_server import LiveServer
@@ -91,6 +97,8 @@ def test_sentences_and_decisions() -> None:
     ]
     assert recall_only("Which files have you read in this session?")
     assert not recall_only("Now compare the two files we read earlier.")
+    assert not recall_only("We decided to drop the YAML loader.")  # a statement, not a question
+    assert recall_only("Remind me what we decided")
 
 
 def trail_model(seen: list[Request]):
@@ -216,3 +224,32 @@ def test_a_session_saved_before_the_trail_gets_the_one_its_messages_still_show()
     trail = Trail.of([compacted, Message.user("What is f?"), Message.assistant("f doubles x.")])
     assert trail.requests == (GOAL, "What is f?")
     assert trail.answers == (("What is f?", "f doubles x."),)
+
+
+def test_context_and_compact_show_what_the_session_record_keeps(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 2, 1200)
+    provider = FakeProvider(trail_model([]))
+    agent, rec, _ = make_agent(tmp_path, provider, window=8192)
+    store = SessionStore(tmp_path / "sessions")
+    keeper = SessionKeeper(store, SessionRecord(id=store.new_id(), workspace=str(tmp_path)), rec)
+    keeper.attach(agent, workspace=tmp_path, model="m", base_url="http://127.0.0.1:9")
+    out = io.StringIO()
+    commands = Commands(
+        keeper=keeper,
+        provider=provider,
+        store=store,
+        workspace=tmp_path,
+        model="m",
+        console=Console(file=out, width=200, no_color=True),
+        list_sessions=lambda _arg: None,
+    )
+    agent.run(f"What is in {files[0]}? Never guess.")
+    agent.run(f"What is in {files[1]}?")
+    commands.dispatch("/compact")
+    shown = out.getvalue()
+    assert "session record (kept by aforo through every compaction and --resume):" in shown
+    assert f"  read or searched: {files[0]}, {files[1]}" in shown and "  rules: Never guess." in shown
+    out.truncate(0)
+    commands.dispatch("/context")
+    assert f"  goal: What is in {files[0]}? Never guess." in out.getvalue()
+    keeper.close()

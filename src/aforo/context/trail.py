@@ -61,9 +61,13 @@ _ASKS_WORK = re.compile(
 )
 
 
+# A question, not a statement: "We decided to drop X" states a decision, "What did we decide?" asks.
+_ASKS = re.compile(r"\?|^\W*(what|which|where|when|why|how|who|remind|recap|list|tell me|name)\b", re.I)
+
+
 def asks_about_session(question: str) -> bool:
     """Whether `question` asks about the session (its goal, rules, decisions, reads, earlier answers)."""
-    return bool(_ABOUT_SESSION.search(question))
+    return bool(_ASKS.search(question) and _ABOUT_SESSION.search(question))
 
 
 def recall_only(question: str) -> bool:
