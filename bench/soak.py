@@ -102,7 +102,8 @@ def main() -> int:
     from aforo.store.sessions import SessionRecord, SessionStore
 
     server_seconds: list[float] = []
-    with LiveServer(TruncatingServer(scripted(server_seconds), window=WINDOW).app) as live:
+    server = TruncatingServer(scripted(server_seconds), window=WINDOW)
+    with LiveServer(server.app) as live:
         flags = ["-w", str(ws), "--base-url", live.url, "-m", "soak", "--context-window", str(WINDOW), "x"]
         cfg = load_config(config_flags(build_parser("aforo", {}).parse_args(flags)))
         store = SessionStore(sessions_dir())
@@ -135,6 +136,8 @@ def main() -> int:
             result = agent.run(question)
             keeper.save()
             took = time.perf_counter() - started - (sum(server_seconds) - before_server)
+            # The scripted server runs in this process and keeps what it was sent: not aforo's memory.
+            server.turns.clear()
             if result.reason != "end_turn":
                 print(f"question {turn} ended {result.reason}: {result.error}")
                 return 1
