@@ -44,7 +44,9 @@ def test_the_trail_keeps_requests_rules_decisions_reads_and_what_each_answer_con
             Message.user(GOAL),
             *read(1, "mod00.py", "mod00.py: 75 lines; 37 functions"),
             Message.assistant("## Answer\nmod00.py is longer than mod01.py. It has more functions."),
-            Message.user("Let's drop the YAML loader because it pulls in a C extension."),
+            Message.user(
+                "Does it only read UTF-8? Let's drop the YAML loader because it pulls in a C extension."
+            ),
             Message.assistant("Noted."),
         ]
     )
@@ -54,7 +56,7 @@ def test_the_trail_keeps_requests_rules_decisions_reads_and_what_each_answer_con
     assert trail.read == (("Read mod00.py", "mod00.py: 75 lines; 37 functions"),)
     assert trail.answers == (
         (GOAL, "mod00.py is longer than mod01.py."),
-        ("Let's drop the YAML loader because it pulls in a C extension.", "Noted."),
+        ("Does it only read UTF-8? Let's drop the YAML loader because it pulls in a C extension.", "Noted."),
     )
 
 
