@@ -55,7 +55,7 @@ PACKAGES = {
     ),
 }
 CATEGORIES = ("recall", "artifact", "continuation", "decision", "rules")
-TIMEOUT_S = 240.0
+TIMEOUT_S = 300.0
 ALL_FILES = "all files read"  # an artifact probe's pattern: scored against what the harness saw read
 
 
@@ -293,42 +293,49 @@ def ask(
     return result, events, seconds
 
 
-def run_session(session: Session, workspace: Path, flags: list[str], aforo: list[str]) -> list[Probe]:
-    probes: list[Probe] = []
-    read: set[str] = set()
+def run_session(
+    session: Session, workspace: Path, flags: list[str], aforo: list[str], state: Path, deadline: float
+) -> tuple[list[Probe], bool]:
+    """Ask the session's steps from where `state` says it stopped, until they end or `deadline` passes
+    (a session of 15-30 questions takes longer on this machine than one hold of the real-model lock);
+    the probes so far, and whether the session is done."""
+    progress_file = state / "progress.json"
+    progress: dict[str, Any] = {"next": 0, "read": [], "compactions": 0, "probes": []}
+    if progress_file.exists():
+        progress = json.loads(progress_file.read_text())
+    read = set(progress["read"])
     files = {p.name for p in workspace.glob("*.py")}
-    compactions = 0
-    with tempfile.TemporaryDirectory(prefix="aforo-long-session-") as tmp:
-        for i, step in enumerate(session.steps):
-            result, events, seconds = ask(aforo, step.prompt, workspace, flags, Path(tmp), resume=i > 0)
-            answer = str(result.get("answer") or "")
-            ending = str(result.get("ending") or "no result")
-            if step.category:
-                if step.expect == ALL_FILES:
-                    right = ending == "end_turn" and artifact_right(answer, read, files)
-                    expected = sorted(read)
-                else:
-                    right = ending == "end_turn" and bool(re.search(step.expect, answer, re.I))
-                    expected = [step.expect]
-                bucket = min(compactions, 3)
-                probes.append(
-                    Probe(session.id, step.category, bucket, right, step.prompt, answer, seconds, expected)
-                )
-            read |= read_files(events, workspace)
-            compactions += sum(e.get("type") == "context" and e.get("action") == "compacted" for e in events)
-            said = " ".join(answer.split())[:100]
-            mark = (
-                f"{step.category}: {'right' if probes and step.category and probes[-1].right else 'wrong'}"
-                if step.category
-                else "work"
-            )
-            print(
-                f"{session.id} {i + 1:2d} [{mark}] {seconds:.0f} s, {ending}, "
-                f"compactions {compactions}: {said!r}",
-                file=sys.stderr,
-                flush=True,
-            )
-    return probes
+    for i in range(progress["next"], len(session.steps)):
+        if time.monotonic() > deadline:
+            break
+        step, compactions = session.steps[i], progress["compactions"]
+        result, events, seconds = ask(aforo, step.prompt, workspace, flags, state, resume=i > 0)
+        answer = str(result.get("answer") or "")
+        ending = str(result.get("ending") or "no result")
+        mark = "work"
+        if step.category:
+            if step.expect == ALL_FILES:
+                right = ending == "end_turn" and artifact_right(answer, read, files)
+                expected = sorted(read)
+            else:
+                right = ending == "end_turn" and bool(re.search(step.expect, answer, re.I))
+                expected = [step.expect]
+            probe = Probe(session.id, step.category, min(compactions, 3), right, step.prompt, answer, seconds)
+            probe.expected = expected
+            progress["probes"].append(probe.__dict__)
+            mark = f"{step.category}: {'right' if right else 'wrong'}"
+        read |= read_files(events, workspace)
+        compactions += sum(e.get("type") == "context" and e.get("action") == "compacted" for e in events)
+        progress.update(next=i + 1, read=sorted(read), compactions=compactions)
+        progress_file.write_text(json.dumps(progress, indent=1))
+        said = " ".join(answer.split())[:100]
+        print(
+            f"{session.id} {i + 1:2d} [{mark}] {seconds:.0f} s, {ending}, "
+            f"compactions {compactions}: {said!r}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return [Probe(**p) for p in progress["probes"]], progress["next"] >= len(session.steps)
 
 
 def table(probes: list[Probe]) -> str:
@@ -394,6 +401,15 @@ def main(argv: list[str] | None = None) -> int:
         default="asked",
         help="show the session record for questions about the session (aforo's way) or for every one",
     )
+    parser.add_argument(
+        "--state",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "aforo-long-session",
+        help="where the sessions and their progress are kept, to go on from there in the next run",
+    )
+    parser.add_argument(
+        "--minutes", type=float, default=13.0, help="start no question after this many minutes (13)"
+    )
     parser.add_argument("--json", type=Path, help="also write the probes here as JSON")
     args = parser.parse_args(argv)
     pin = pick_model(args.model)
@@ -414,12 +430,20 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"the server at {base_url} serves {served!r}, not {pin.alias}")
     window = (args.window or [4096])[0]
     flags = ["--base-url", base_url, "-m", served]
+    deadline = time.monotonic() + 60 * args.minutes
     probes: list[Probe] = []
-    with tempfile.TemporaryDirectory(prefix="aforo-long-session-src-") as tmp:
-        workspaces = fetch_all({s.package for s in chosen}, Path(tmp))
-        for session in chosen:
-            aforo = [AFORO] if args.trail == "asked" else [sys.executable, "-c", ALWAYS]
-            probes += run_session(session, workspaces[session.package], flags, aforo)
+    unfinished = []
+    workspaces = fetch_all({s.package for s in chosen}, args.state / "src")
+    for session in chosen:
+        aforo = [AFORO] if args.trail == "asked" else [sys.executable, "-c", ALWAYS]
+        state = args.state / f"{session.id}-{window}-{args.trail}"
+        state.mkdir(parents=True, exist_ok=True)
+        found, done = run_session(session, workspaces[session.package], flags, aforo, state, deadline)
+        probes += found
+        if not done:
+            unfinished.append(session.id)
+    if unfinished:
+        print(f"not finished (run again to go on): {', '.join(unfinished)}", flush=True)
     report(
         probes,
         f"long-session suite — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {machine()}, {pin.alias} on "
@@ -431,11 +455,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def fetch_all(names: set[str], dest: Path) -> dict[str, Path]:
-    """real_code's fetch, with this suite's extra package pinned beside its own."""
+    """real_code's fetch, with this suite's extra package pinned beside its own; a package fetched by an
+    earlier run is used again (the sessions' workspace must not move between runs: --resume picks the
+    workspace's latest session)."""
     import real_code
 
     real_code.PACKAGES.update(PACKAGES)
-    return fetch(names, dest)
+    found = {}
+    for name in names:
+        unpacked = sorted(dest.glob(f"{name}/*/{PACKAGES[name].directory}"))
+        found[name] = unpacked[0] if unpacked else fetch({name}, dest)[name]
+    return found
 
 
 if __name__ == "__main__":
