@@ -133,7 +133,9 @@ def compacted_message(
     if len(requests) > KEPT_REQUESTS + 1:
         older = len(requests) - KEPT_REQUESTS - 1
         lines.append(f"<request>\n{requests[0]}\n</request>")
-        lines.append(f"- ({older} later requests left out to save room; the session's trail keeps them)")
+        lines.append(
+            f"- ({older} requests after this one left out to save room; the session's record keeps them)"
+        )
         requests = requests[-KEPT_REQUESTS:]
     lines += [f"<request>\n{r}\n</request>" for r in requests]
     if ledger.hard or ledger.soft:
