@@ -8,10 +8,12 @@ which the bench needs to reach the engine's llama-server and read the answer), i
 8 192 window (the server's -c). Between the questions, probes in Factory's four categories and the
 user's rules:
 
-- recall: what the user asked or an earlier answer said ("what was my first question?");
+- recall: what the user asked or an earlier answer said ("what was my first question?"; "which
+  exception did you say…?" is scored against the terms that earlier answer named, right or wrong);
 - artifact: which files were read ("which files have you read?", "where did you find X?"); scored
   against what the harness saw read (every Read of the session's --json events), not a list written
-  here: right when the answer names every file read and no file of the package that was not;
+  here: right when the answer names every file read and no file of the package that was not (none,
+  when the session read none: the pre-search's searches are not reads);
 - continuation: a question that only makes sense with the one before ("and how many lines has it?");
 - decision: what the user decided, and why;
 - rules: the rule the user stated at the start.
@@ -64,6 +66,10 @@ class Step:
     prompt: str
     expect: str = ""  # a pattern the answer must match ("" for a work question not scored)
     category: str = ""  # "" for a work question
+    # A probe of what an earlier answer said: the index of that step; right when the answer names a term
+    # that answer's first sentence named (its `code` terms, else its identifiers), whether or not it was
+    # right about the code.
+    said: int | None = None
 
 
 @dataclass(frozen=True)
@@ -78,8 +84,15 @@ def work(prompt: str) -> Step:
     return Step(prompt)
 
 
-def probe(category: str, prompt: str, expect: str = ALL_FILES) -> Step:
-    return Step(prompt, expect, category)
+def probe(category: str, prompt: str, expect: str = ALL_FILES, *, said: int | None = None) -> Step:
+    return Step(prompt, "" if said is not None else expect, category, said)
+
+
+def said_terms(answer: str) -> set[str]:
+    """The terms the first sentence of an answer named: its `code` spans, else its identifiers."""
+    first = re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0] if answer.strip() else ""
+    code = set(re.findall(r"`([^`]+)`", first))
+    return code or set(re.findall(r"\b(?:[A-Z][a-z]+[A-Z]\w*|\w+_\w+|\w+\.py|\d{2,})\b", first))
 
 
 READ_ALL = "Which files have you read in this session?"
@@ -92,7 +105,7 @@ SESSIONS = (
                 "I want to understand how click turns a decorated function into a command. "
                 "Always name the file where you found something."
             ),
-            work("Where is the pass_context decorator defined?"),
+            work("Read decorators.py: where is the pass_context decorator defined?"),
             work("Which exception does click raise for an option it does not know?"),
             work(
                 "We decided to focus on core.py rather than the terminal helpers, because the terminal "
@@ -102,15 +115,15 @@ SESSIONS = (
             work("What does get_current_context return when there is no context and silent is True?"),
             probe("recall", "What was my first question in this session?", r"decorated function|command"),
             probe("rules", "What rule did I give you at the start?", r"name the file|file where"),
-            work("Which class in exceptions.py is the base class of UsageError?"),
+            work("Read exceptions.py: which class is the base class of UsageError?"),
             probe("artifact", READ_ALL),
             probe("decision", "What did we decide to focus on, and why?", r"core\.py(?s:.*)platform"),
-            work("Which function in decorators.py makes a decorator that passes an object of a given type?"),
-            probe("continuation", "In which file is that function defined?", r"decorators\.py"),
+            work(
+                "Read decorators.py: which function makes a decorator that passes an object of a given type?"
+            ),
+            probe("continuation", "How many lines does that file have?", r"\b561\b"),
             probe(
-                "recall",
-                "Which exception did you say click raises for an option it does not know?",
-                r"NoSuchOption",
+                "recall", "Which exception did you say click raises for an option it does not know?", said=2
             ),
             probe(
                 "artifact",
@@ -151,11 +164,7 @@ SESSIONS = (
             ),
             work("What does the validate method of TimestampSigner return?"),
             probe("continuation", "And in which file is that method?", r"timed\.py"),
-            probe(
-                "recall",
-                "Which exception did you name for a timed signature that is too old?",
-                r"SignatureExpired",
-            ),
+            probe("recall", "Which exception did you name for a timed signature that is too old?", said=2),
             probe("artifact", READ_ALL),
             probe("decision", "Remind me what we decided about tokens.", r"URLSafeTimedSerializer"),
         ),
@@ -181,7 +190,7 @@ SESSIONS = (
             probe("decision", "What did we decide about variable expansion, and why?", r"dollar"),
             work("What does dotenv_values return?"),
             probe("artifact", "In which file did you find find_dotenv?", r"main\.py"),
-            probe("recall", "How many lines did you say main.py has?", r"392"),
+            probe("recall", "How many lines did you say main.py has?", said=2),
             probe("artifact", READ_ALL),
             probe("decision", "Remind me of our decision.", r"expansion|dollar"),
         ),
@@ -207,7 +216,7 @@ SESSIONS = (
             probe("decision", "What did we choose, and why?", r"deprecated"),
             work("Which function in utils.py parses a wheel filename?"),
             probe("artifact", "In which file did you find canonicalize_name?", r"utils\.py"),
-            probe("recall", "Which exception did you say requirements.py defines?", r"InvalidRequirement"),
+            probe("recall", "Which exception did you say requirements.py defines?", said=8),
             probe("artifact", READ_ALL),
             probe("decision", "Remind me what we chose.", r"packaging|pkg_resources"),
         ),
@@ -255,7 +264,7 @@ def read_files(events: list[dict[str, Any]], root: Path) -> set[str]:
 def artifact_right(answer: str, read: set[str], package_files: set[str]) -> bool:
     """Every file read is named, and no file of the package that was not."""
     named = {f for f in package_files if re.search(rf"(?<![\w.]){re.escape(f)}\b", answer)}
-    return bool(read) and named == read
+    return named == read
 
 
 # `--trail always`: the session record shown for every question, not only for one about the session
@@ -300,7 +309,7 @@ def run_session(
     (a session of 15-30 questions takes longer on this machine than one hold of the real-model lock);
     the probes so far, and whether the session is done."""
     progress_file = state / "progress.json"
-    progress: dict[str, Any] = {"next": 0, "read": [], "compactions": 0, "probes": []}
+    progress: dict[str, Any] = {"next": 0, "read": [], "compactions": 0, "probes": [], "answers": []}
     if progress_file.exists():
         progress = json.loads(progress_file.read_text())
     read = set(progress["read"])
@@ -314,7 +323,10 @@ def run_session(
         ending = str(result.get("ending") or "no result")
         mark = "work"
         if step.category:
-            if step.expect == ALL_FILES:
+            if step.said is not None:
+                expected = sorted(said_terms(progress["answers"][step.said]))
+                right = ending == "end_turn" and any(term in answer for term in expected)
+            elif step.expect == ALL_FILES:
                 right = ending == "end_turn" and artifact_right(answer, read, files)
                 expected = sorted(read)
             else:
@@ -326,6 +338,7 @@ def run_session(
             mark = f"{step.category}: {'right' if right else 'wrong'}"
         read |= read_files(events, workspace)
         compactions += sum(e.get("type") == "context" and e.get("action") == "compacted" for e in events)
+        progress["answers"].append(answer)
         progress.update(next=i + 1, read=sorted(read), compactions=compactions)
         progress_file.write_text(json.dumps(progress, indent=1))
         said = " ".join(answer.split())[:100]

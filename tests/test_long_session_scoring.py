@@ -8,7 +8,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
-from long_session import ALL_FILES, CATEGORIES, PACKAGES, SESSIONS, artifact_right, read_files
+from long_session import (
+    ALL_FILES,
+    CATEGORIES,
+    PACKAGES,
+    SESSIONS,
+    artifact_right,
+    read_files,
+    said_terms,
+)
 
 FILES = {"core.py", "decorators.py", "exceptions.py", "globals.py", "types.py"}
 
@@ -20,7 +28,14 @@ def test_an_artifact_answer_names_every_file_read_and_no_other() -> None:
     assert not artifact_right("I read core.py.", read, FILES)  # one missing
     assert not artifact_right("core.py, decorators.py and types.py", read, FILES)  # one never read
     assert not artifact_right("Read a.py, Read b.py", read, FILES)  # the call format, copied
-    assert not artifact_right("I have not read anything.", set(), FILES)
+    assert artifact_right("I have not read any file yet, only searched.", set(), FILES)
+    assert not artifact_right("I read core.py.", set(), FILES)  # a session that read nothing
+
+
+def test_a_probe_of_what_was_said_takes_the_terms_of_that_answer() -> None:
+    assert said_terms("Click raises a `ClickException` for it. Then `Other`.") == {"ClickException"}
+    assert said_terms("core.py has 3042 lines.") == {"core.py", "3042"}
+    assert said_terms("It returns BaseCommand or parse_args.") == {"BaseCommand", "parse_args"}
 
 
 def test_the_reads_are_the_runs_read_calls_inside_the_package(tmp_path: Path) -> None:
@@ -42,4 +57,6 @@ def test_every_session_probes_every_category_after_enough_turns() -> None:
         asked = {s.category for s in session.steps if s.category}
         assert asked == set(CATEGORIES), session.id
         assert any(s.expect == ALL_FILES for s in session.steps), session.id
+        for i, step in enumerate(session.steps):  # a probe of what was said points at an earlier step
+            assert step.said is None or step.said < i, session.id
     assert {s.held_out for s in SESSIONS} == {True, False}
