@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from aforo import reply_format
 from aforo.context.budget import Budget
-from aforo.context.compacted import LEFT_OUT_HEADER, assemble, keep_tail
+from aforo.context.compacted import KEPT_REQUESTS, LEFT_OUT_HEADER, assemble, keep_tail
 from aforo.context.ledger import build_ledger, constraints_of, is_compacted
 from aforo.context.policy import Policy
 from aforo.context.stages import CapResult, cap_text, clear_old_results
@@ -24,9 +24,11 @@ from aforo.context.summary_request import (
     transcript_pieces,
 )
 from aforo.context.tokens import Count, MessageEstimates, estimate_request, estimate_text
+from aforo.context.trail import Trail
 from aforo.errors import CompactionError
 from aforo.messages import CLEARED_NOTE, Message, Request, ToolResult, ToolUse
 from aforo.records import Decision
+from aforo.store.redact import redact
 from aforo.summarised import summarised
 from aforo.wire.openai_chat import messages_to_openai
 
@@ -152,9 +154,13 @@ def test_compacted_conversation_keeps_pairs_and_every_request(
     assert all(a != "user" or b != "user" for a, b in itertools.pairwise(openai))
     plain = [m["role"] for m in reply_format.render(out, ())]
     assert all(a != b for a, b in itertools.pairwise(plain))
-    for request in (m.text for m in messages if m.role == "user" and m.text.strip()):
-        assert request in out[0].text
-    assert build_ledger(out).requests == ledger.requests
+    # The goal and the newest requests are re-attached (all of them would grow every compaction)...
+    asked = ledger.requests
+    kept = (asked[0], *asked[-KEPT_REQUESTS:]) if len(asked) > KEPT_REQUESTS + 1 else asked
+    assert build_ledger(out).requests == kept
+    # ...and every request the user typed is in the session's trail, which no compaction touches.
+    typed = [m.text for m in messages if m.role == "user" and not m.tool_results and m.text.strip()]
+    assert Trail.of(messages).requests == tuple(map(redact, typed))
 
 
 @settings(max_examples=100, deadline=None)

@@ -383,7 +383,9 @@ def test_checkpoints_keep_the_decisions_and_next_action_of_the_last_summary(tmp_
     agent, _, journal = make_agent(tmp_path, FakeProvider(reader_model(files, batch=True)), window=4096)
     agent.run(PROMPT)
     first = journal.checkpoints[0][3]
-    assert first.decisions == () and first.next_action == ""  # no summary in the conversation yet
+    assert first.decisions == ()  # no summary in the conversation yet
+    # The run was at work when it compacted: the next action is its request, whatever a summary says.
+    assert first.next_action == f"answer the request in flight: {PROMPT}"
     agent.governor.start_over(agent.request())  # checkpoints the compacted conversation
     facts = journal.checkpoints[-1][3]
     assert facts.reason == "manual_clear" and TASK_KEY in facts.goal

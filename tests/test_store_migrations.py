@@ -151,9 +151,10 @@ def test_todays_session_file_loads_and_a_newer_one_says_upgrade(tmp_path: Path) 
         {"max_tokens": 1024},
         MESSAGES,
     )
-    newer = {**SESSION_V1, "id": "20250101-000000-0000ffff", "schema_version": 2}
+    assert rec.trail == {}  # m001: a session saved before the trail has none
+    newer = {**SESSION_V1, "id": "20250101-000000-0000ffff", "schema_version": 3}
     store.path(newer["id"]).write_text(json.dumps(newer))
-    with pytest.raises(StoreError, match=r"newer aforo \(session schema 2; .*Upgrade aforo"):
+    with pytest.raises(StoreError, match=r"newer aforo \(session schema 3; .*Upgrade aforo"):
         store.load(newer["id"])
 
 
@@ -164,9 +165,11 @@ def test_a_session_migration_runs_on_load(tmp_path: Path, monkeypatch: pytest.Mo
 
     store = SessionStore(tmp_path)
     store.path(SESSION_V1["id"]).write_text(json.dumps(SESSION_V1))
-    monkeypatch.setattr(sessions, "MIGRATIONS", Migrations("session", [rename_title]))
+    shipped = sessions.MIGRATIONS.steps
+    monkeypatch.setattr(sessions, "MIGRATIONS", Migrations("session", [*shipped, rename_title]))
     assert store.load(SESSION_V1["id"]).title == "FIND THE RETRY POLICY."
-    assert json.loads(store.save(store.load(SESSION_V1["id"])).read_text())["schema_version"] == 2
+    saved = json.loads(store.save(store.load(SESSION_V1["id"])).read_text())
+    assert saved["schema_version"] == len(shipped) + 2
 
 
 def todays_telemetry_db(path: Path) -> None:

@@ -173,6 +173,22 @@ CHECKPOINT_BYTES = limit(
 STATE_FILE_BYTES = limit(
     "state_file_bytes", 16 * MiB, "bytes", "another state file read whole (trusted workspaces, probe results)"
 )
+# The session's trail (context/trail.py): what aforo itself keeps of a session, across compactions.
+TRAIL_REQUEST_CHARS = limit(
+    "trail_request_chars",
+    1 * MiB,
+    "characters",
+    "the user's requests a session's trail keeps verbatim (past it the oldest after the first leave)",
+)
+TRAIL_ITEM_CHARS = limit(
+    "trail_item_chars", 300, "characters", "one rule, decision, fact or conclusion in a session's trail"
+)
+TRAIL_RULES = limit("trail_rules", 40, "items", "rules, and decisions, a session's trail keeps (the newest)")
+TRAIL_SOURCES = limit("trail_sources", 200, "sources", "files read or searched a session's trail keeps")
+TRAIL_ANSWERS = limit("trail_answers", 100, "answers", "conclusions of answers a session's trail keeps")
+TRAIL_BLOCK_CHARS = limit(
+    "trail_block_chars", 2_400, "characters", "the session's trail as shown to the model for one question"
+)
 
 
 def answer_bytes(max_tokens: int) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 
 from aforo.cancel import cancel_on_sigint
-from aforo.cli.context_view import render_context
+from aforo.cli.context_view import render_context, trail_lines
 from aforo.cli.render import fmt_tokens
 from aforo.cli.session_keeper import SessionKeeper, find_session, mismatch_warnings
 from aforo.errors import StoreError, TransformError
@@ -93,6 +93,12 @@ class Commands:
 
     def context(self, _arg: str) -> None:
         render_context(self.governor.breakdown(self.agent.request()), self.console)
+        self._trail()
+
+    def _trail(self) -> None:
+        """What aforo keeps of the session whatever is compacted."""
+        for line in trail_lines(self.governor.conversation.trail):
+            self.say(line)
 
     def compact(self, instructions: str) -> None:
         # Ctrl-C stops the summary request at once, as it stops a model call (aforo.cancel).
@@ -104,22 +110,24 @@ class Commands:
             cancel=cancel,
         )
         with cancel_on_sigint(cancel):
-            self._transform(compact, "not compacted: {}. The conversation is unchanged.")
+            if self._transform(compact, "not compacted: {}. The conversation is unchanged."):
+                self._trail()
 
     def clear(self, _arg: str) -> None:
         self._transform(self.governor.start_over, "not cleared: {}")
 
-    def _transform(self, action: Callable[[Request], None], refused: str) -> None:
+    def _transform(self, action: Callable[[Request], None], refused: str) -> bool:
         """Run a transformation of the governor's and save the session; or say why it was not applied."""
         try:
             action(self.agent.request())
         except TransformError as exc:
             self.say(refused.format(exc))
-            return
+            return False
         except KeyboardInterrupt:
             self.say(refused.format("cancelled by the user"))
-            return
+            return False
         self.keeper.save()
+        return True
 
     def undo(self, wanted: str) -> None:
         try:

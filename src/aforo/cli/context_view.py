@@ -2,6 +2,7 @@
 
 Each section has its own glyph as well as its own colour, so the bar still reads with NO_COLOR or in a
 log file. Free space and the answer's reserve end the bar: the reserve is room the prompt may not use.
+Below them, what aforo keeps of the session whatever is compacted (its trail, `trail_lines`).
 Everything fits the console's width: the bar is at most `BAR_WIDTH` cells and narrower on a narrow
 terminal, the table lets rich fold its columns, and the lines wrap at word boundaries.
 """
@@ -14,9 +15,11 @@ from rich.text import Text
 
 from aforo.cli.render import fmt_tokens
 from aforo.context.breakdown import Breakdown
+from aforo.context.trail import Trail, shown_source
 
 BAR_WIDTH = 60
 MIN_BAR_WIDTH = 10
+GOAL_CHARS = 120  # the goal's first line in the session record's lines
 # (glyph, colour) per section, in the order the breakdown gives them, then free and reserve.
 _STYLE = {
     "system prompt": ("S", "blue"),
@@ -74,3 +77,25 @@ def render_context(view: Breakdown, console: Console) -> None:
         share = f"{100 * tokens / view.window:.1f}%" if view.window else "-"
         table.add_row(Text(glyph, style=colour), name, str(tokens), share)
     console.print(table, highlight=False, soft_wrap=False)
+
+
+def trail_lines(trail: Trail) -> list[str]:
+    """What aforo keeps of the session whatever is compacted, for the user to see (/context, /compact)."""
+    if trail.empty:
+        return []
+    lines = ["session record (kept by aforo through every compaction and --resume):"]
+    lines.append(f"  goal: {first_line(trail.goal)}")
+    if trail.rules:
+        lines.append("  rules: " + "; ".join(trail.rules))
+    lines += [f"  decided: {d.decision}" + (f" (why: {d.why})" if d.why else "") for d in trail.decisions]
+    if trail.read:
+        lines.append("  read or searched: " + ", ".join(shown_source(s, "") for s, _ in trail.read))
+    if trail.answers:
+        lines.append(f"  answers: {len(trail.answers)}; the last began: {trail.answers[-1][1]}")
+    lines.append(f"  requests kept verbatim: {len(trail.requests)}")
+    return lines
+
+
+def first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= GOAL_CHARS else line[: GOAL_CHARS - 1] + "…"

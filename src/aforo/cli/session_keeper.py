@@ -8,6 +8,9 @@ tool ran or the next call was in flight): loading closes them with error results
 after a cancel, so the model never sees an action without its consequence. The open session's record is
 where its id lives: checkpoints and telemetry ask the keeper for it (`session_id`).
 
+The session's trail (context/trail) is saved with it, and given back to the conversation on resume: a
+session saved before aforo kept one gets the trail its messages still show.
+
 Saves happen when the conversation changed (a new tuple): the prompt, each answer, each batch of tool
 results, a transformation, the end of the run; streamed text changes nothing, so it costs no save.
 The keeper holds the open session's lock from the moment it opens it: a second aforo on the same
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aforo.context.trail import Trail
 from aforo.errors import StoreError
 from aforo.events import Event, EventSink, Warning
 from aforo.loop.agent import Agent
@@ -60,6 +64,18 @@ def mismatch_warnings(rec: SessionRecord, workspace: Path, model: str) -> list[s
     return out
 
 
+def trail_of(record: SessionRecord) -> tuple[Trail, str | None]:
+    """The trail saved with `record`, or one rebuilt from its messages when it has none or a broken one
+    (then with a note saying so: what the messages show is kept either way)."""
+    if not record.trail:
+        return Trail.of(record.messages), None
+    try:
+        return Trail.from_dict(record.trail), None
+    except ValueError as exc:
+        note = f"session {record.id}'s trail is unreadable ({exc}); rebuilt from its conversation"
+        return Trail.of(record.messages), note
+
+
 class SessionKeeper:
     """An EventSink that forwards to `inner` and saves the session whenever the conversation changed."""
 
@@ -98,7 +114,10 @@ class SessionKeeper:
         record.workspace, record.model, record.base_url = self._where
         if self.agent is not None:
             governor = self.agent.governor
-            governor.conversation.replace(record.messages)
+            trail, note = trail_of(record)
+            governor.conversation.restore(record.messages, trail)
+            if note:
+                self.inner(Warning(message=note))
             governor.conversation.close_pending(INTERRUPTED_RESULT)
             record.window = governor.window
 
@@ -123,17 +142,21 @@ class SessionKeeper:
         """Save the prompt before the run, so a kill before the first answer keeps it."""
         if self.agent is not None:
             self._saved = None  # what is on disk is not the conversation yet
-            self._write([*self.agent.messages, Message.user(prompt)], self.agent.governor.window)
+            asked = Message.user(prompt)
+            trail = self.agent.governor.conversation.trail.absorb(asked)
+            self._write([*self.agent.messages, asked], self.agent.governor.window, trail)
 
     def save(self) -> None:
         if self.agent is not None:
             messages = self.agent.messages
-            written = self._write(list(messages), self.agent.governor.window)
+            trail = self.agent.governor.conversation.trail
+            written = self._write(list(messages), self.agent.governor.window, trail)
             self._saved = messages if written else None
 
-    def _write(self, messages: list[Message], window: int) -> bool:
+    def _write(self, messages: list[Message], window: int, trail: Trail) -> bool:
         self.record.messages = messages
         self.record.window = window
+        self.record.trail = trail.to_dict()
         try:
             self.store.save(self.record)
         except StoreError as exc:

@@ -2,12 +2,19 @@
 
 The ledger (requests, constraints, evidence) survives every compaction word for word, so the task does;
 the tail is a run of complete messages (a request and what answered it, or the last tool exchange), so
-the conversation stays well-formed.
+the conversation stays well-formed. A request still at work when the compaction came is named last,
+with what was read for it, so the next answer is to it: with only "Continue the user's task" after a
+list of requests, a 7B model answered "Ready to continue or answer any specific questions".
+
+Of the requests, the first (the goal) and the newest `KEPT_REQUESTS` are re-attached: every one would
+grow each compaction by the last one's requests until none fits (the session's trail, persisted with
+the session, keeps them all; the checkpoints too).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from aforo.context.ledger import (
     COMPACTED_HEADER,
@@ -16,6 +23,7 @@ from aforo.context.ledger import (
     SUMMARY_HEADER,
     Ledger,
     evidence_line,
+    evidence_source,
     is_compacted,
 )
 from aforo.context.tokens import estimate_text
@@ -23,6 +31,29 @@ from aforo.messages import Message
 from aforo.records import Evidence
 
 LEFT_OUT_HEADER = "## Results the summary could not see (left out to fit its request; re-run to see them)"
+IN_FLIGHT = "In flight when compacted; answer it now:"
+# The requests re-attached after the goal, newest first kept; the older ones are the trail's.
+KEPT_REQUESTS = 5
+
+
+@dataclass(frozen=True)
+class InFlight:
+    """The newest request, when nothing has answered it yet, and the sources read for it so far."""
+
+    request: str
+    read: tuple[str, ...] = ()
+
+
+def in_flight(messages: Sequence[Message]) -> InFlight | None:
+    """The request at work at the end of `messages` (no answer after it), or None."""
+    starts = [i for i, m in enumerate(messages) if _is_request(m)]
+    if not starts:
+        return None
+    after = messages[starts[-1] + 1 :]
+    if any(m.role == "assistant" and not m.tool_uses and m.text.strip() for m in after):
+        return None
+    read = dict.fromkeys(evidence_source(u) for m in after for u in m.tool_uses)
+    return InFlight(messages[starts[-1]].text, tuple(read))
 
 
 def keep_tail(
@@ -93,10 +124,20 @@ def compacted_message(
     checkpoint: str | None,
     evidence_tokens: int | None = None,
     left_out: Sequence[str] = (),
+    pending: InFlight | None = None,
 ) -> Message:
     lines = [f"{COMPACTED_HEADER} Checkpoint: {checkpoint or 'none'} (/undo restores the conversation).]"]
     lines.append("\n## The user's requests, verbatim")
-    lines += [f"<request>\n{r}\n</request>" for r in ledger.requests]
+    # The request in flight is named once, last, in its own words: not also in the list.
+    requests = tuple(r for r in ledger.requests if pending is None or r != pending.request)
+    if len(requests) > KEPT_REQUESTS + 1:
+        older = len(requests) - KEPT_REQUESTS - 1
+        lines.append(f"<request>\n{requests[0]}\n</request>")
+        lines.append(
+            f"- ({older} requests after this one left out to save room; the session's record keeps them)"
+        )
+        requests = requests[-KEPT_REQUESTS:]
+    lines += [f"<request>\n{r}\n</request>" for r in requests]
     if ledger.hard or ledger.soft:
         lines.append("\n## Constraints the user stated (binding)")
         lines += [f"- (hard) {c}" for c in ledger.hard]
@@ -114,6 +155,10 @@ def compacted_message(
             lines.append(f"- ({older} older sources left out to save room; the checkpoint lists them)")
         lines += kept
     lines.append(f"\n{CONTINUE}")
+    if pending is not None:
+        lines += [IN_FLIGHT, f"<request>\n{pending.request}\n</request>"]
+        if pending.read:  # their facts are in the evidence list above: named, not repeated
+            lines.append(f"Read for it so far: {', '.join(pending.read)}.")
     return Message.user("\n".join(lines))
 
 
@@ -125,11 +170,18 @@ def assemble(
     *,
     evidence_tokens: int | None = None,
     left_out: Sequence[str] = (),
+    pending: InFlight | None = None,
 ) -> list[Message]:
     """The compacted conversation: the compacted message, then the tail. Nothing answers it in the
     model's name: an acknowledgement there ("Understood. I will continue the task from this summary.")
     was the one answer the 0.5B model saw after a /compact, and it answered the next question with it,
     or without reading anything (an invented `jso` function); without it, it read the files again. A
     request after it (the tail's, or the next prompt's) is joined to it on the wire (`wire.chat`,
-    `steps.render`), so no chat template sees two user turns in a row."""
-    return [compacted_message(ledger, summary, checkpoint, evidence_tokens, left_out), *tail]
+    `steps.render`), so no chat template sees two user turns in a row. `pending`: the request at work
+    (`in_flight`), named at the end of the compacted message when the tail does not hold it."""
+    # The request in flight is named last only when the tail does not carry it already, and what was
+    # read for it only when the tail does not show its last exchange either.
+    named = pending if pending is not None and not any(_is_request(m) for m in tail) else None
+    if named is not None and tail:
+        named = InFlight(named.request)
+    return [compacted_message(ledger, summary, checkpoint, evidence_tokens, left_out, named), *tail]

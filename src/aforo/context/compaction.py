@@ -17,7 +17,7 @@ import re
 from dataclasses import replace
 from functools import partial
 
-from aforo.context.compacted import assemble, keep_tail
+from aforo.context.compacted import assemble, in_flight, keep_tail
 from aforo.context.ledger import (
     COMPACTED_HEADER,
     CONTINUE,
@@ -153,6 +153,7 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
             tail,
             evidence_tokens=int(EVIDENCE_SHARE * available),
             left_out=left_out,
+            pending=in_flight(messages),
         )
         after = room.count(room.request.with_messages(compacted))
         if after.tokens <= available and after.tokens < before:

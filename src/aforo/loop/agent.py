@@ -27,7 +27,7 @@ from aforo.events import EventSink, Info, RunEnd, RunResult
 from aforo.limits import RUN_SECONDS
 from aforo.loop.after_answer import next_step
 from aforo.loop.budgets import before_turn, late_seconds, spent_during, stopped_note
-from aforo.loop.opening import Guide, open_run
+from aforo.loop.opening import Guide, about_session, open_run
 from aforo.loop.reading import ReadReply, read_reply
 from aforo.loop.run import CANCELLED, CANCELLED_RESULT, End, RunState, out_of_turns, stop_if, turn_end
 from aforo.loop.schema_refusal import refused_schema
@@ -98,7 +98,9 @@ class Agent:
         asked = prompt if question is None else question
         run = RunState(question=asked, compacted=compacted(self.messages), deadline=deadline)
         run.hard = deadline + late_seconds(self.time_budget)
-        run.answer_only = answer_first
+        # A question only about the session is answered from its trail, shown for it: no tool call
+        # first (the 1.5B wrote `Read a.py, Read b.py` asked which files it had read).
+        run.answer_only = answer_first or about_session(self.governor.conversation, asked, only=True)
         self.system = open_run(
             self.governor.conversation,
             self.system,

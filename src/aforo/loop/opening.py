@@ -1,10 +1,17 @@
-"""How a run opens: what the harness finds for the question (aforo.navigate), then the user's turn."""
+"""How a run opens: what the harness finds for the question (aforo.navigate), then the user's turn.
+
+A question about the session itself (its goal, rules, decisions, what was read or answered) gets the
+session's trail as the last part of the system prompt, for that run only: the trail is exact where the
+conversation, compacted, may no longer be. Every other question goes without it, and a run after it
+drops it again.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
 from aforo.context.conversation import Conversation
+from aforo.context.trail import asks_about_session, block, recall_only
 from aforo.events import EventSink
 from aforo.messages import Message, SystemPart
 from aforo.navigate.guide import Guided
@@ -12,6 +19,14 @@ from aforo.navigate.guide import Guided
 # Called as each run begins with the question, the system prompt, the call ids taken and whether the
 # conversation is empty.
 Guide = Callable[[str, tuple[SystemPart, ...], Collection[str], bool], Guided]
+# The name of the system part the trail is shown in.
+TRAIL_PART = "session record"
+
+
+def about_session(conversation: Conversation, question: str, *, only: bool = False) -> bool:
+    """The question asks about the session (`only`: asks nothing else), and there was one before it."""
+    asks = recall_only if only else asks_about_session
+    return bool(conversation.messages) and not conversation.trail.empty and asks(question)
 
 
 def open_run(
@@ -25,8 +40,13 @@ def open_run(
     attached: Sequence[Message],
 ) -> tuple[SystemPart, ...]:
     """Append the prompt, the `attached` messages and what the guide found (its call and result) to the
-    conversation; return the system prompt to send from now on (the guide's map in it)."""
-    if guide is not None:
+    conversation; return the system prompt to send from now on (the guide's map in it, and the
+    session's trail when the question asks about the session: then the guide is not asked)."""
+    kept = tuple(p for p in system if p.name != TRAIL_PART)
+    recalled = about_session(conversation, question)
+    system = (*kept, SystemPart(block(conversation.trail), TRAIL_PART)) if recalled else kept
+    # The answer to a question only about the session is in its trail: nothing is searched for it.
+    if guide is not None and not about_session(conversation, question, only=True):
         taken = {u.id for m in (*conversation.messages, *attached) for u in m.tool_uses}
         guided = guide(question, system, taken, not conversation.messages)
         system, attached = guided.system, (*attached, *guided.messages)

@@ -36,8 +36,17 @@ from aforo.store.paths import FILE_MODE, ensure_dir
 from aforo.store.redact import redact_obj, redacted_line
 
 KIND = "aforo.session"
-# Each takes a session dict one shape further (see store/migrations.py); none yet: schema 1.
+# Each takes a session dict one shape further (see store/migrations.py).
 MIGRATIONS: Migrations[DocumentStep] = Migrations("session")
+
+
+@MIGRATIONS
+def m001_trail(data: dict[str, Any]) -> dict[str, Any]:
+    # Issue 38: the session's trail (context/trail); a session saved before has none, rebuilt from its
+    # messages when it is resumed.
+    return {"trail": {}, **data}
+
+
 TITLE_CHARS = 60
 _STRUCTURAL = frozenset(
     {"kind", "schema_version", "id", "workspace", "model", "created_at", "updated_at", "window"}
@@ -56,6 +65,8 @@ class SessionRecord:
     title: str = ""
     window: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # What aforo keeps of the session beside its conversation (context/trail.Trail.to_dict); {}: none yet.
+    trail: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -96,11 +107,13 @@ def _record_from(data: Any, where: str) -> SessionRecord:
             raise ValueError(
                 "id, workspace, model, base_url, created_at, updated_at and title must be strings"
             )
-        window, extra = data["window"], data["extra"]
+        window, extra, trail = data["window"], data["extra"], data["trail"]
         if not isinstance(window, int) or isinstance(window, bool) or not isinstance(extra, dict):
             raise ValueError("window must be an integer and extra an object")
+        if not isinstance(trail, dict):
+            raise ValueError("trail must be an object")
         return SessionRecord(
-            **strings, window=window, extra=extra, messages=messages_from_list(data["messages"])
+            **strings, window=window, extra=extra, trail=trail, messages=messages_from_list(data["messages"])
         )
     except KeyError as exc:
         raise StoreError(f"{where} is invalid: missing field {exc.args[0]!r}; it will not be used.") from exc

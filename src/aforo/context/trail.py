@@ -1,0 +1,312 @@
+"""The session's trail: what aforo itself knows of a session, kept exact across every compaction.
+
+A summary is the model's account of the past; the trail is the harness's: every request the user typed
+(verbatim; the first is the goal), the rules they stated, the decisions they took with their why, each
+file read or searched with the one-line fact its tool gave, and the first sentence of every answer. It
+grows as the conversation does (`absorb`, one message at a time, from `Conversation.append`), so a
+compaction, which replaces the conversation, never touches it; the session file keeps it for
+`--resume`. Each part is bounded by a named limit, and every item is redacted as it comes in.
+
+Asked about the session ("what did we decide", "which files have you read"), the model gets the trail
+as a block of plain lines (`block`): no `Read a.py` in it, the format a small model copied instead of
+answering.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from aforo.context.ledger import constraints_of, evidence_source, is_compacted, requests_in
+from aforo.limits import (
+    TRAIL_ANSWERS,
+    TRAIL_BLOCK_CHARS,
+    TRAIL_ITEM_CHARS,
+    TRAIL_REQUEST_CHARS,
+    TRAIL_RULES,
+    TRAIL_SOURCES,
+)
+from aforo.messages import Message
+from aforo.records import CheckpointFacts, Decision, Evidence
+from aforo.store.redact import redact
+
+# A sentence that takes a decision; "because", "since" or "so that" starts its why.
+_DECIDES = re.compile(
+    r"\b(decided|decide|we'll|we will|let's|let us|go with|going with|chose|choose|settle on|settled on|"
+    r"instead of|rather than|rejected?|drop|decidimos|usaremos|descartamos)\b",
+    re.IGNORECASE,
+)
+_WHY = re.compile(r"\s*,?\s+\b(?:because|since|so that|as it|porque)\b\s+", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n+")
+# A question about the session itself, not the code: what was asked, read, found, decided or answered.
+_ABOUT_SESSION = re.compile(
+    r"\b(my (first |original |main |last |previous )?(question|goal|request|rules?|task)|"
+    r"(did|have) (we|you|i) (decide|decided|agree|agreed|read|search|searched|open|opened|look|looked|find|"
+    r"found|say|said|ask|asked|conclude|concluded)|"
+    r"(we|you|i) (decided|agreed|said|concluded|asked|read|found|looked at)|"
+    r"(in|during) (this|the|our) (session|conversation)|(discussed|covered|done) so far|remind me|recap|"
+    r"what (rules?|constraints?)|which rules?)\b",
+    re.IGNORECASE,
+)
+
+
+# A request that asks for work ("Now compare it with…", "Read the file you found earlier"), not only
+# for what the session holds: its first word is one of these.
+_ASKS_WORK = re.compile(
+    r"^\W*(now|then|next|continue|go on|read|open|compare|show|quote|check|look|search|grep|find|list|"
+    r"explain|summari[sz]e|count|trace|follow|write|tell me more)\b",
+    re.IGNORECASE,
+)
+
+
+# A question, not a statement: "We decided to drop X" states a decision, "What did we decide?" asks.
+_ASKS = re.compile(r"\?|^\W*(what|which|where|when|why|how|who|remind|recap|list|tell me|name)\b", re.I)
+
+
+def asks_about_session(question: str) -> bool:
+    """Whether `question` asks about the session (its goal, rules, decisions, reads, earlier answers)."""
+    return bool(_ASKS.search(question) and _ABOUT_SESSION.search(question))
+
+
+def recall_only(question: str) -> bool:
+    """Whether `question` asks only what the session holds (no work): its trail answers it."""
+    return asks_about_session(question) and not _ASKS_WORK.search(question)
+
+
+def _clip(text: str, chars: int = int(TRAIL_ITEM_CHARS.value)) -> str:
+    one = " ".join(redact(text).split())
+    return one if len(one) <= chars else one[: chars - 1].rstrip() + "…"
+
+
+def first_sentence(answer: str) -> str:
+    """What an answer concluded, as its first sentence (Markdown headings left out)."""
+    for line in answer.strip().splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        line = line.strip().lstrip(">*-• ").strip()
+        if line:
+            return _clip(_SENTENCE_END.split(line, 1)[0])
+    return ""
+
+
+def decisions_in(text: str) -> list[Decision]:
+    """The decisions a request states, each with the why it gives ("drop X because Y")."""
+    found = []
+    for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
+        if sentence.strip() and _DECIDES.search(sentence):
+            what, *why = _WHY.split(sentence.strip(), maxsplit=1)
+            found.append(Decision(_clip(what.rstrip(" .,")), _clip(why[0].rstrip(" .")) if why else ""))
+    return found
+
+
+@dataclass(frozen=True)
+class Trail:
+    requests: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
+    decisions: tuple[Decision, ...] = ()
+    # (source as the evidence list names it, the one-line fact its tool gave), oldest first, each once.
+    read: tuple[tuple[str, str], ...] = ()
+    # (the request, the first sentence of its answer)
+    answers: tuple[tuple[str, str], ...] = ()
+    # The calls of the newest assistant message, by id, until their results come.
+    calls: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def goal(self) -> str:
+        return self.requests[0] if self.requests else ""
+
+    @property
+    def empty(self) -> bool:
+        return not (self.requests or self.read or self.answers)
+
+    def absorb(self, message: Message) -> Trail:
+        """The trail once `message` joined the conversation."""
+        if message.role == "assistant":
+            return self._answer(message)
+        if message.tool_results:
+            return self._results(message)
+        if is_compacted(message):
+            # Only a conversation saved before the trail is rebuilt through one (`of`): the requests
+            # its compactions re-attached are all that is left of the earlier ones.
+            trail = self
+            for request in requests_in(message):
+                trail = trail if redact(request) in trail.requests else trail._request(request)
+            return trail
+        if not message.text.strip():
+            return self
+        return self._request(message.text)
+
+    def _request(self, text: str) -> Trail:
+        text = redact(text)
+        hard, soft = constraints_of(text)
+        # "Does it only accept strings?" asks; it sets no rule.
+        said = (c for c in (*hard, *soft) if not c.rstrip().endswith("?"))
+        rules = _bounded_unique((*self.rules, *map(_clip, said)), int(TRAIL_RULES.value))
+        decisions = _bounded_unique((*self.decisions, *decisions_in(text)), int(TRAIL_RULES.value))
+        return replace(self, requests=_within(self.requests, text), rules=rules, decisions=decisions)
+
+    def _answer(self, message: Message) -> Trail:
+        uses = message.tool_uses
+        if uses:
+            return replace(self, calls=tuple((u.id, evidence_source(u)) for u in uses))
+        said = first_sentence(message.text)
+        if not said or not self.requests:
+            return self
+        answers = (*self.answers, (_clip(self.requests[-1]), said))[-int(TRAIL_ANSWERS.value) :]
+        return replace(self, answers=answers)
+
+    def _results(self, message: Message) -> Trail:
+        sources = dict(self.calls)
+        read = dict(self.read)
+        for result in message.tool_results:
+            source = sources.get(result.tool_use_id)
+            if source is None or result.is_error:
+                continue
+            read.pop(source, None)  # read again: it moves to the end, with its newest fact
+            read[source] = _clip(result.facts) if result.facts else ""
+        return replace(self, read=tuple(read.items())[-int(TRAIL_SOURCES.value) :])
+
+    # --- persistence (the session file) ------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requests": list(self.requests),
+            "rules": list(self.rules),
+            "decisions": [[d.decision, d.why] for d in self.decisions],
+            "read": [list(r) for r in self.read],
+            "answers": [list(a) for a in self.answers],
+        }
+
+    @staticmethod
+    def from_dict(data: Any) -> Trail:
+        """A trail as the session file holds it; ValueError says what is wrong with it."""
+        if not isinstance(data, dict):
+            raise ValueError("the trail must be an object")
+
+        def strings(name: str) -> tuple[str, ...]:
+            value = data.get(name, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"trail.{name} must be a list of strings")
+            return tuple(value)
+
+        def pairs(name: str) -> tuple[tuple[str, str], ...]:
+            value = data.get(name, [])
+            ok = isinstance(value, list) and all(
+                isinstance(v, list) and len(v) == 2 and all(isinstance(s, str) for s in v) for v in value
+            )
+            if not ok:
+                raise ValueError(f"trail.{name} must be a list of [text, text] pairs")
+            return tuple((a, b) for a, b in value)
+
+        return Trail(
+            requests=strings("requests"),
+            rules=strings("rules"),
+            decisions=tuple(Decision(a, b) for a, b in pairs("decisions")),
+            read=pairs("read"),
+            answers=pairs("answers"),
+        )
+
+    @staticmethod
+    def of(messages: Iterable[Message]) -> Trail:
+        """The trail of a conversation saved before aforo kept one (what its messages still show)."""
+        trail = Trail()
+        reattached: set[str] = set()
+        for message in messages:
+            if is_compacted(message):
+                reattached |= set(requests_in(message))
+            elif message.role == "user" and not message.tool_results and message.text in reattached:
+                # The tail a compaction kept verbatim repeats a request it re-attached: one request.
+                reattached.discard(message.text)
+                continue
+            trail = trail.absorb(message)
+        return trail
+
+
+def _within(requests: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """`requests` with `text` added; past TRAIL_REQUEST_CHARS the oldest after the goal leave (the
+    checkpoints written while they were in the trail still hold them)."""
+    kept = [*requests, text]
+    while len(kept) > 2 and sum(map(len, kept)) > int(TRAIL_REQUEST_CHARS.value):
+        del kept[1]
+    return tuple(kept)
+
+
+def _bounded_unique(items: Iterable[Any], limit: int) -> tuple[Any, ...]:
+    """Each item once, in order of first appearance, the newest `limit` of them."""
+    return tuple(dict.fromkeys(items))[-limit:]
+
+
+def with_trail(facts: CheckpointFacts, trail: Trail, pending: str | None) -> CheckpointFacts:
+    """A checkpoint's goal, constraints, decisions, evidence and next action from the trail first (what
+    aforo saw), then from the conversation and the model's summary (`facts`) for what the trail lacks.
+    `pending`: the request at work, which is the next action whatever the summary says."""
+    hard, soft = list(facts.hard), list(facts.soft)
+    for rule in trail.rules:
+        h, s = constraints_of(rule)
+        hard += [c for c in h if c not in hard]
+        soft += [c for c in s if c not in soft]
+    sources = {source for source, _ in trail.read}
+    evidence = (
+        *(Evidence(source, fact) for source, fact in trail.read),
+        *(e for e in facts.evidence if e.source not in sources),
+    )
+    return replace(
+        facts,
+        goal=trail.goal or facts.goal,
+        hard=tuple(hard),
+        soft=tuple(soft),
+        decisions=_bounded_unique((*trail.decisions, *facts.decisions), 2 * int(TRAIL_RULES.value)),
+        evidence=evidence,
+        next_action=f"answer the request in flight: {_clip(pending)}" if pending else facts.next_action,
+    )
+
+
+# --- the trail as the model sees it -----------------------------------------------------------------
+
+BLOCK_HEADER = (
+    "aforo's record of this session (kept by aforo, exact). For a question about the session itself "
+    "(the goal, the rules, what was decided, read, found or answered), answer from it:"
+)
+_VERBS = {"Grep": "searched for", "Find": "looked up the definition of", "Glob": "listed files matching"}
+
+
+def shown_source(source: str, fact: str) -> str:
+    """One read or search in plain words (never `Read a.py`, the call format a small model copies)."""
+    tool, _, target = source.partition(" ")
+    what = target if tool in ("Read", "LS") else f"{_VERBS.get(tool, tool)} {target}"
+    if not fact:
+        return what
+    path = target.split(" ", 1)[0]
+    return fact if tool == "Read" and fact.startswith(path) else f"{what}: {fact}"
+
+
+def block(trail: Trail) -> str:
+    """The trail as a few plain lines, at most TRAIL_BLOCK_CHARS: the goal, the rules and the decisions
+    first; then what was read (facts dropped before sources); then the newest earlier answers."""
+    head = [BLOCK_HEADER, f"- The user's goal (their first request): {_clip(trail.goal)}"]
+    head += [f"- A rule the user gave: {r}" for r in trail.rules]
+    head += [f"- Decided: {d.decision}" + (f" (why: {d.why})" if d.why else "") for d in trail.decisions]
+    room = int(TRAIL_BLOCK_CHARS.value) - sum(len(line) + 1 for line in head)
+    reads = _fit([f"  - {shown_source(s, f)}" for s, f in trail.read], room // 2)
+    if len(reads) < len(trail.read):  # the facts do not fit: every source, without them
+        reads = _fit([f"  - {shown_source(s, '')}" for s, _ in trail.read], room // 2)
+    lines = [*head, "- Files read and searches made, in order:", *reads] if reads else head
+    room = int(TRAIL_BLOCK_CHARS.value) - sum(len(line) + 1 for line in lines)
+    asked = [f"  - asked {q!r}; the answer began: {a}" for q, a in trail.answers]
+    earlier = _fit(asked[::-1], room - 40)[::-1]
+    if earlier:
+        lines += ["- Earlier questions, oldest first:", *earlier]
+    return "\n".join(lines)[: int(TRAIL_BLOCK_CHARS.value)]
+
+
+def _fit(lines: list[str], room: int) -> list[str]:
+    """The first of `lines` that fit in `room` characters."""
+    kept, used = [], 0
+    for line in lines:
+        used += len(line) + 1
+        if used > room:
+            break
+        kept.append(line)
+    return kept

@@ -1,0 +1,257 @@
+"""The session's trail (issue 38): what aforo knows of a session stays exact through compactions and
+--resume, is shown to the model when a question asks about the session, fills the checkpoints, and a
+compaction in the middle of a question resumes that question."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from aforo.cli.commands import Commands
+from aforo.cli.context_view import trail_lines
+from aforo.cli.session_keeper import SessionKeeper
+from aforo.context.compacted import IN_FLIGHT
+from aforo.context.ledger import COMPACTED_HEADER, is_compacted
+from aforo.context.trail import BLOCK_HEADER, Trail, block, decisions_in, first_sentence, recall_only
+from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_SOURCES
+from aforo.loop.opening import TRAIL_PART
+from aforo.messages import Message, Request, ToolResult, ToolUse
+from aforo.providers.fake import FakeProvider, FakeTurn
+from aforo.records import Decision
+from aforo.store.sessions import SessionRecord, SessionStore
+from dialects.openai_app import Call, Reply, make_openai_app
+from support.cli import run_cli
+from support.live_server import LiveServer
+from support.scenario import is_summary_request, make_agent, make_files
+
+GOAL = "Explain how mod00.py and mod01.py differ. Never modify any file."
+SECRET = "sk-live-0123456789abcdef0123456789abcdef"
+
+
+def read(i: int, path: str, facts: str) -> list[Message]:
+    use = ToolUse(f"c{i}", "Read", {"file_path": path})
+    return [Message("assistant", (use,)), Message("user", (ToolResult(f"c{i}", "body", facts=facts),))]
+
+
+def test_the_trail_keeps_requests_rules_decisions_reads_and_what_each_answer_concluded() -> None:
+    trail = Trail.of(
+        [
+            Message.user(GOAL),
+            *read(1, "mod00.py", "mod00.py: 75 lines; 37 functions"),
+            Message.assistant("## Answer\nmod00.py is longer than mod01.py. It has more functions."),
+            Message.user(
+                "Does it only read UTF-8? Let's drop the YAML loader because it pulls in a C extension."
+            ),
+            Message.assistant("Noted."),
+        ]
+    )
+    assert trail.goal == GOAL
+    assert trail.rules == ("Never modify any file.",)
+    assert trail.decisions == (Decision("Let's drop the YAML loader", "it pulls in a C extension"),)
+    assert trail.read == (("Read mod00.py", "mod00.py: 75 lines; 37 functions"),)
+    assert trail.answers == (
+        (GOAL, "mod00.py is longer than mod01.py."),
+        ("Does it only read UTF-8? Let's drop the YAML loader because it pulls in a C extension.", "Noted."),
+    )
+
+
+def test_the_trail_is_redacted_and_bounded() -> None:
+    messages = [Message.user(f"Use the key {SECRET} to call it.")]
+    for i in range(TRAIL_SOURCES.value + 5):
+        messages += read(i, f"f{i}.py", f"f{i}.py: {i} lines")
+    for i in range(TRAIL_ANSWERS.value + 5):
+        messages += [Message.user(f"question {i}"), Message.assistant(f"Answer {i}.")]
+    trail = Trail.of(messages)
+    assert SECRET not in json.dumps(trail.to_dict()) and "[REDACTED" in trail.goal
+    assert (
+        len(trail.read) == TRAIL_SOURCES.value and trail.read[-1][0] == f"Read f{TRAIL_SOURCES.value + 4}.py"
+    )
+    assert len(trail.answers) == TRAIL_ANSWERS.value
+    assert len(block(trail)) <= TRAIL_BLOCK_CHARS.value
+    assert Trail.from_dict(json.loads(json.dumps(trail.to_dict()))).to_dict() == trail.to_dict()
+
+
+def test_the_block_names_files_in_plain_words_never_in_the_call_format() -> None:
+    trail = Trail.of(
+        [
+            Message.user(GOAL),
+            *read(1, "pkg/core.py", "pkg/core.py: 3 000 lines"),
+            Message("assistant", (ToolUse("g", "Grep", {"pattern": "def command"}),)),
+            Message("user", (ToolResult("g", "x", facts="2 matches in pkg/decorators.py"),)),
+        ]
+    )
+    shown = block(trail)
+    assert shown.startswith(BLOCK_HEADER)
+    assert "  - pkg/core.py: 3 000 lines" in shown
+    assert "  - searched for def command: 2 matches in pkg/decorators.py" in shown
+    assert "Read pkg" not in shown
+
+
+def test_sentences_and_decisions() -> None:
+    assert first_sentence("**Short answer:** it is `f`. Then more.") == "Short answer:** it is `f`."
+    assert decisions_in("We decided to use click instead of argparse since it composes.") == [
+        Decision("We decided to use click instead of argparse", "it composes")
+    ]
+    assert recall_only("Which files have you read in this session?")
+    assert not recall_only("Now compare the two files we read earlier.")
+    assert not recall_only("We decided to drop the YAML loader.")  # a statement, not a question
+    assert recall_only("Remind me what we decided")
+
+
+def trail_model(seen: list[Request]):
+    """Reads a file for each question about code; answers a session question from the record block."""
+
+    def respond(request: Request) -> FakeTurn:
+        seen.append(request)
+        if is_summary_request(request):
+            return FakeTurn("Goal: unknown.")  # a summary that lost everything
+        record = next((p.text for p in request.system if p.name == TRAIL_PART), "")
+        if record:
+            return FakeTurn("From the record: " + " | ".join(re.findall(r"^  - (\S+?):", record, re.M)))
+        last = request.messages[-1]
+        if last.tool_results:
+            return FakeTurn(f"{last.tool_results[0].facts}. Done.")
+        wanted = re.findall(r"mod\d\d\.py", last.text)
+        return FakeTurn("", [("Read", {"file_path": wanted[-1]})]) if wanted else FakeTurn("ok")
+
+    return respond
+
+
+def test_after_compactions_a_session_question_gets_the_exact_record_and_no_tool(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 4, 1200)
+    seen: list[Request] = []
+    provider = FakeProvider(trail_model(seen))
+    agent, _, journal = make_agent(tmp_path, provider, window=8192)
+    agent.run(GOAL.replace("mod01.py", files[0]))
+    for name in files[1:]:
+        agent.run(f"What is in {name}?")
+        agent.governor.compact_now(agent.request(), provider)
+    assert sum(is_compacted(m) for m in agent.messages) == 1 and len(journal.checkpoints) == 3
+    result = agent.run("Which files have you read in this session?")
+    assert result.reason == "end_turn"
+    asked = seen[-1]
+    assert asked.answer_only  # no tool call: the record answers it
+    assert agent.messages[-1].text == "From the record: " + " | ".join(files)
+    # The record is shown for that question only.
+    agent.run("What is in mod00.py?")
+    assert all(p.name != TRAIL_PART for p in seen[-1].system)
+    # The checkpoints take goal, rules and evidence from the trail, not from the summary that lost them.
+    facts = journal.checkpoints[-1][3]
+    assert facts.goal == GOAL.replace("mod01.py", files[0])
+    assert facts.hard == ("Never modify any file.",)
+    assert [e.source for e in facts.evidence][:4] == [f"Read {f}" for f in files]
+    assert trail_lines(agent.governor.conversation.trail)[3] == "  read or searched: " + ", ".join(files)
+
+
+def test_a_compaction_mid_question_resumes_that_question(tmp_path: Path) -> None:
+    """A model that answers the first request it finds unless one is named in flight (the seed's 7B
+    answered "Ready to continue" after a compaction); the answer must be to the request at work."""
+    files = make_files(tmp_path, 10, 3000)
+    seen: list[Request] = []
+
+    def respond(request: Request) -> FakeTurn:
+        seen.append(request)
+        if is_summary_request(request):
+            return FakeTurn("Goal: read files.\nNext action: continue.")
+        text = request.messages[0].text
+        if is_compacted(request.messages[0]):
+            if IN_FLIGHT not in text:
+                return FakeTurn("Ready to continue or answer any specific questions.")
+            pending = re.findall(r"TASK-\d", text.split(IN_FLIGHT, 1)[1])
+            return FakeTurn(f"Answer to: {pending[0]}")
+        if "TASK-2" not in json.dumps([m.to_dict() for m in request.messages]):
+            return FakeTurn("Done with TASK-1.")
+        done = {u.input["file_path"] for m in request.messages for u in m.tool_uses}
+        todo = [f for f in files if f not in done]
+        return FakeTurn("", [("Read", {"file_path": todo[0]})]) if todo else FakeTurn("Done with TASK-2.")
+
+    provider = FakeProvider(respond)
+    agent, rec, _ = make_agent(tmp_path, provider, window=4096, max_turns=40)
+    assert agent.run("TASK-1: say hello.").reason == "end_turn"
+    result = agent.run("TASK-2: read every mod*.py file and compare them.")
+    assert result.reason == "end_turn", result.error
+    assert [e.action for e in rec.of("context")].count("compacted") >= 1
+    assert agent.messages[-1].text == "Answer to: TASK-2"
+
+
+def session_server(bodies: list[dict[str, Any]]):
+    def answer(body: dict[str, Any]) -> Reply:
+        bodies.append(body)
+        system = body["messages"][0]["content"]
+        if BLOCK_HEADER in system:
+            said = "Read: " + ", ".join(re.findall(r"^  - (\S+?)(?::|$)", system, re.M))
+            return Reply(text=said, prompt_tokens=len(json.dumps(body)) // 4)
+        if body["messages"][-1]["role"] == "tool":
+            return Reply(text="It defines f_0_0. That is all.", prompt_tokens=len(json.dumps(body)) // 4)
+        call = Call("Read", json.dumps({"file_path": "mod00.py"}))
+        return Reply(calls=[call], prompt_tokens=len(json.dumps(body)) // 4)
+
+    return answer
+
+
+def test_the_trail_survives_resume_and_answers_for_the_session(tmp_path: Path, aforo_home: Path) -> None:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    make_files(ws, 1, 400)
+    bodies: list[dict[str, Any]] = []
+    with LiveServer(make_openai_app(session_server(bodies))) as server:
+        flags = ("-w", str(ws), "--base-url", server.url, "-m", "test-model", "--context-window", "8192")
+        first = run_cli(*flags, f"What does mod00.py define? Only answer in English. {SECRET}")
+        assert first.code == 0, first.err
+        (path,) = (aforo_home / "sessions").glob("*.json")
+        saved = json.loads(path.read_text())
+        assert saved["trail"]["read"][0][0] == "Read mod00.py"
+        assert saved["trail"]["answers"][0][1] == "It defines f_0_0."
+        assert SECRET not in path.read_text()
+        again = run_cli(
+            *flags, "--resume", "--json", "What was my first question, and which files have you read?"
+        )
+    assert again.code == 0, again.err
+    assert again.run_end()["reason"] == "end_turn"
+    system = bodies[-1]["messages"][0]["content"]
+    assert "- The user's goal (their first request): What does mod00.py define?" in system
+    assert "- A rule the user gave: Only answer in English." in system
+    assert "asked 'What does mod00.py define?" in system and "the answer began: It defines f_0_0." in system
+    assert "tools" not in bodies[-1] or not bodies[-1]["tools"] or bodies[-1].get("tool_choice") == "none"
+
+
+def test_a_session_saved_before_the_trail_gets_the_one_its_messages_still_show() -> None:
+    requests = f"<request>\n{GOAL}\n</request>\n<request>\nWhat is f?\n</request>"
+    compacted = Message.user(f"{COMPACTED_HEADER} Checkpoint: cp-1.]\n\n## The requests\n{requests}")
+    trail = Trail.of([compacted, Message.user("What is f?"), Message.assistant("f doubles x.")])
+    assert trail.requests == (GOAL, "What is f?")
+    assert trail.answers == (("What is f?", "f doubles x."),)
+
+
+def test_context_and_compact_show_what_the_session_record_keeps(tmp_path: Path) -> None:
+    files = make_files(tmp_path, 2, 1200)
+    provider = FakeProvider(trail_model([]))
+    agent, rec, _ = make_agent(tmp_path, provider, window=8192)
+    store = SessionStore(tmp_path / "sessions")
+    keeper = SessionKeeper(store, SessionRecord(id=store.new_id(), workspace=str(tmp_path)), rec)
+    keeper.attach(agent, workspace=tmp_path, model="m", base_url="http://127.0.0.1:9")
+    out = io.StringIO()
+    commands = Commands(
+        keeper=keeper,
+        provider=provider,
+        store=store,
+        workspace=tmp_path,
+        model="m",
+        console=Console(file=out, width=200, no_color=True),
+        list_sessions=lambda _arg: None,
+    )
+    agent.run(f"What is in {files[0]}? Never guess.")
+    agent.run(f"What is in {files[1]}?")
+    commands.dispatch("/compact")
+    shown = out.getvalue()
+    assert "session record (kept by aforo through every compaction and --resume):" in shown
+    assert f"  read or searched: {files[0]}, {files[1]}" in shown and "  rules: Never guess." in shown
+    out.truncate(0)
+    commands.dispatch("/context")
+    assert f"  goal: What is in {files[0]}? Never guess." in out.getvalue()
+    keeper.close()
