@@ -47,6 +47,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from aforo.engine.pins import DEFAULT_CTX, MODELS, ModelPin, model_named  # noqa: E402
+from aforo.loop.cited import Checker  # noqa: E402
+from aforo.loop.copied import copied_format  # noqa: E402
+from aforo.tools.registry import default_registry  # noqa: E402
 from real_canary import machine  # noqa: E402
 
 AFORO = str(Path(sys.executable).parent / "aforo")
@@ -341,6 +344,16 @@ class Outcome:
     turns: int
     tool_calls: int
     answer: str
+    # Counted by this bench on the final answer, with aforo's own check (aforo.citations) against the
+    # workspace, whatever aforo ran: `path:line` citations, how many of them false, and how many of the
+    # false ones the run's result did not mark (an older aforo marks none).
+    lines_cited: int = 0
+    lines_false: int = 0
+    unmarked: int = 0
+    copied: bool = False  # the final answer is one of aforo's own formats
+    asked_in_words: int = 0  # answers that were a copied format, asked again in words by the run
+    corrections: int = 0  # answers whose citations did not hold, sent back once by the run
+    loop_stops: int = 0  # answers aforo stopped as they looped
 
 
 def fetch(names: set[str], dest: Path) -> dict[str, Path]:
@@ -366,7 +379,7 @@ def fetch(names: set[str], dest: Path) -> dict[str, Path]:
     return found
 
 
-def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -> Outcome:
+def ask(question: Question, workspace: Path, flags: list[str], timeout: float, aforo: str = AFORO) -> Outcome:
     """One question in a fresh aforo process and state directory, as a user's first run."""
     piped = (workspace / question.piped).read_text() if question.piped else ""
     with tempfile.TemporaryDirectory(prefix="aforo-real-code-") as tmp:
@@ -375,7 +388,7 @@ def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -
         started = time.monotonic()
         try:
             done = subprocess.run(
-                [AFORO, "-w", str(workspace), *flags, "--json", question.prompt],
+                [aforo, "-w", str(workspace), *flags, "--json", question.prompt],
                 input=piped,
                 capture_output=True,
                 text=True,
@@ -390,13 +403,14 @@ def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -
             calls = sum(e.get("type") == "tool_start" for e in events)
             text = "".join(str(e.get("text", "")) for e in events if e.get("type") == "text_delta")
             seconds = round(time.monotonic() - started, 1)
-            return Outcome(question.id, question.kind, False, seconds, "timeout", 0, calls, text)
+            timed_out = Outcome(question.id, question.kind, False, seconds, "timeout", 0, calls, text)
+            return counted(timed_out, workspace, events, {})
         seconds = round(time.monotonic() - started, 1)
     events = _events(done.stdout)
     result = events[-1] if events and events[-1].get("type") == "result" else {}
     ending = str(result.get("ending") or f"no result (exit {done.returncode}): {done.stderr.strip()[-200:]}")
     answer = str(result.get("answer") or "")
-    return Outcome(
+    outcome = Outcome(
         question.id,
         question.kind,
         is_right(question, answer, ending),
@@ -406,6 +420,25 @@ def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -
         int(result.get("tool_calls") or 0),
         answer,
     )
+    return counted(outcome, workspace, events, result)
+
+
+def counted(
+    outcome: Outcome, workspace: Path, events: list[dict[str, Any]], result: dict[str, Any]
+) -> Outcome:
+    """The outcome with its citations, copied formats and loop stops counted."""
+    lines = [v for v in Checker(workspace)(outcome.answer) if v.citation.start is not None]
+    false = [v for v in lines if not v.held]
+    marked = {c.get("text") for c in result.get("citations") or () if not c.get("held")}
+    steps = [str(e.get("step", "")) for e in events if e.get("type") == "info"]
+    warnings = [str(e.get("message", "")) for e in events if e.get("type") == "warning"]
+    outcome.lines_cited, outcome.lines_false = len(lines), len(false)
+    outcome.unmarked = sum(v.citation.text not in marked for v in false)
+    outcome.copied = bool(copied_format(outcome.answer, default_registry(workspace).specs))
+    outcome.asked_in_words = sum("aforo's own format" in s for s in steps)
+    outcome.corrections = sum("cites what does not hold" in s for s in steps)
+    outcome.loop_stops = sum("repeating itself" in w for w in warnings)
+    return outcome
 
 
 def _events(out: str) -> list[dict[str, Any]]:
@@ -456,6 +489,20 @@ def by_kind(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def checked(outcomes: list[Outcome]) -> str:
+    """What the answers cite and copy, counted over the run (issue 37)."""
+    chars = [len(o.answer) for o in outcomes]
+    return (
+        f"citations: {sum(o.lines_cited for o in outcomes)} path:line in the answers, "
+        f"{sum(o.lines_false for o in outcomes)} false ({sum(o.unmarked for o in outcomes)} shown unmarked); "
+        f"formats copied: {sum(o.copied for o in outcomes)} answers (asked again in words: "
+        f"{sum(o.asked_in_words for o in outcomes)}); corrections asked: "
+        f"{sum(o.corrections for o in outcomes)}; "
+        f"loop stops: {sum(o.loop_stops for o in outcomes)}; answer length: median "
+        f"{statistics.median(chars):.0f} characters, at most {max(chars)}"
+    )
+
+
 def by_question(outcomes: list[Outcome]) -> str:
     lines = [
         "| question | kind | right | seconds | ending | turns | tool calls | answer |",
@@ -504,6 +551,11 @@ def main(argv: list[str] | None = None) -> int:
         help="pass --no-search to aforo, to measure what the pre-search adds (default: on, as users run it)",
     )
     parser.add_argument("--json", type=Path, help="also write the outcomes here as JSON")
+    parser.add_argument(
+        "--aforo",
+        default=AFORO,
+        help="the aforo command to ask (default: this checkout's), e.g. another checkout's, for 'before'",
+    )
     args = parser.parse_args(argv)
     pin = pick_model(args.model)
     chosen = [
@@ -531,7 +583,7 @@ def main(argv: list[str] | None = None) -> int:
         workspaces = fetch({q.package for q in chosen}, Path(tmp))
         for question in chosen:
             erase_cache(base_url)
-            outcomes.append(ask(question, workspaces[question.package], flags, args.timeout))
+            outcomes.append(ask(question, workspaces[question.package], flags, args.timeout, args.aforo))
             o = outcomes[-1]
             print(
                 f"{o.id}: {'right' if o.right else 'wrong'}, {o.seconds:.0f} s, {o.ending}",
@@ -556,6 +608,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{peak_mb(os.environ.get('AFORO_REAL_SERVER_PID'))}",
         flush=True,
     )
+    print(checked(outcomes), flush=True)
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n")
     return 0

@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 from aforo.engine.pins import QWEN_CODER_05B, QWEN_CODER_15B
-from real_code import KINDS, PACKAGES, QUESTIONS, is_right, pick_model
+from real_code import KINDS, PACKAGES, QUESTIONS, Outcome, counted, is_right, pick_model
 
 BY_ID = {q.id: q for q in QUESTIONS}
 
@@ -115,3 +115,22 @@ def test_the_model_flag_takes_a_size_or_a_name() -> None:
     assert pick_model("1.5B") is QWEN_CODER_15B
     assert pick_model("qwen2.5-coder-1.5b-instruct") is QWEN_CODER_15B
     assert pick_model(None) is QWEN_CODER_15B  # the engine's default
+
+
+def test_the_citations_and_copies_of_an_answer_are_counted_with_what_the_run_marked(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\ny = 2\nz = 3\n")
+    answer = "x is at a.py:1, y at a.py:9, and z at b.py:3."
+    events = [
+        {
+            "type": "info",
+            "step": "the answer was a list of places, aforo's own format ('a.py:1'); asked again",
+        },
+        {"type": "info", "step": "the answer cites what does not hold (...); asked once to correct it"},
+        {"type": "warning", "message": "The model began repeating itself word for word; ..."},
+    ]
+    result = {"citations": [{"text": "a.py:9", "held": False}, {"text": "a.py:1", "held": True}]}
+    got = counted(Outcome("q", "where", True, 1.0, "end_turn", 2, 0, answer), tmp_path, events, result)
+    assert (got.lines_cited, got.lines_false, got.unmarked) == (3, 2, 1)  # b.py:3 was not marked
+    assert (got.copied, got.asked_in_words, got.corrections, got.loop_stops) == (False, 1, 1, 1)
+    copy = counted(Outcome("q", "where", False, 1.0, "end_turn", 1, 0, "a.py:1\na.py:2"), tmp_path, [], {})
+    assert copy.copied and (copy.lines_cited, copy.lines_false, copy.unmarked) == (2, 0, 0)
