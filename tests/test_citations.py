@@ -146,3 +146,16 @@ def test_a_definition_holds_exactly_when_the_index_has_it_in_that_file(
 def test_any_text_is_read_without_error_and_every_citation_gets_one_verdict(text: str) -> None:
     cited = find(text, 64)
     assert len(check(cited, FACTS)) == len(cited) <= 64
+
+
+def test_a_path_cited_from_above_the_workspace_names_its_file() -> None:
+    # The workspace is `.../src/click`; the model cites from the project's top.
+    facts = Facts({"core.py": 3000, "parser/x.py": 10}, {}, root=("work", "click-8.1.7", "src", "click"))
+    assert [
+        v.held for v in check(find("src/click/core.py:455, click/core.py and lib/core.py", 64), facts)
+    ] == [
+        True,
+        True,
+        False,
+    ]
+    assert matches("click/parser/x.py", facts.files, facts.root) == ["parser/x.py"]

@@ -81,6 +81,9 @@ class Facts:
 
     files: Mapping[str, int]
     definitions: Mapping[str, Sequence[Definition]]
+    # The workspace's own directory names, outermost first (`src`, `click`): a path cited from the
+    # project's top (`src/click/core.py`) names the workspace's `core.py`.
+    root: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -160,12 +163,19 @@ def wanted(citations: Iterable[Citation]) -> tuple[set[str], set[str]]:
     return {c.path for c in cited}, {c.name for c in cited if c.name}
 
 
-def matches(cited: str, files: Iterable[str]) -> list[str]:
+def matches(cited: str, files: Iterable[str], root: Sequence[str] = ()) -> list[str]:
     """The workspace's files `cited` names: itself, or each file it is the tail of (`core.py`,
-    `click/core.py` for `src/click/core.py`); `./core.py` names the one at the workspace's top only."""
+    `click/core.py` for `src/click/core.py`); `./core.py` names the one at the workspace's top only.
+    With the workspace's `root` directories (`src`, `click`), `click/core.py` also names its `core.py`."""
+    files = list(files)
     if cited.startswith("./"):
         return [f for f in files if f == cited[2:]]
-    return [f for f in files if f == cited or f.endswith("/" + cited)]
+    found = [f for f in files if f == cited or f.endswith("/" + cited)]
+    for k in range(1, len(root) + 1):
+        prefix = "/".join(root[-k:]) + "/"
+        if cited.startswith(prefix):
+            found += [f for f in files if f == cited.removeprefix(prefix) and f not in found]
+    return found
 
 
 def check(citations: Iterable[Citation], facts: Facts) -> list[Verdict]:
@@ -173,7 +183,7 @@ def check(citations: Iterable[Citation], facts: Facts) -> list[Verdict]:
 
 
 def _check(c: Citation, facts: Facts) -> Verdict:
-    files = matches(c.path, facts.files)
+    files = matches(c.path, facts.files, facts.root)
     places = _definitions(c, facts)
     if not files:
         where = f"; {_where(c.name, places)}" if c.name and places else ""

@@ -47,11 +47,11 @@ class Checker:
             listed = set()
         files: dict[str, int] = {}
         for path in paths:
-            for name in {*matches(path, listed), *self._exact(path)}:
+            for name in {*matches(path, listed, root.parts[1:]), *self._exact(path)}:
                 lines = _lines(root / name)
                 if lines is not None:
                     files[show(name)] = lines
-        return Facts(files, self._definitions(root, names, ctx))
+        return Facts(files, self._definitions(root, names, ctx), root.parts[1:])
 
     def _exact(self, path: str) -> list[str]:
         """`path` itself, when it names a regular file inside the workspace (listed or not)."""
