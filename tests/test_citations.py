@@ -159,3 +159,10 @@ def test_a_path_cited_from_above_the_workspace_names_its_file() -> None:
         False,
     ]
     assert matches("click/parser/x.py", facts.files, facts.root) == ["parser/x.py"]
+
+
+def test_a_name_written_as_a_call_is_the_name() -> None:
+    [cited] = find("`find_dotenv()` is defined in `main.py` (line 275).", 64)
+    assert (cited.name, cited.path, cited.start) == ("find_dotenv", "main.py", 275)
+    [cited] = find("The decorator `attrs` is defined in `_make.py`.", 64)
+    assert (cited.name, cited.path) == ("attrs", "_make.py")

@@ -43,7 +43,7 @@ _LINE_OF = re.compile(
 )
 # "`X` is defined in `path` (at line N)", "the X function is defined in the path file at line N".
 _DEFINED = re.compile(
-    rf"`?(?P<name>{_NAME})`?(?:\s*\(\))?\s+(?:{_KINDS}\s+)?(?:is|are|was)\s+(?:also\s+)?defined\s+in\s+"
+    rf"`?(?P<name>{_NAME})(?:\(\))?`?(?:\s*\(\))?\s+(?:{_KINDS}\s+)?(?:is|are|was)\s+(?:also\s+)?defined\s+in\s+"
     rf"(?:the\s+)?(?:file\s+)?`?(?P<path>{PATH})`?(?:\s+(?:file|module))?"
     rf"(?:(?::|,?\s*(?:at|on)\s+line\s+|\s*\(\s*line\s+)(?P<start>\d+))?"
 )
