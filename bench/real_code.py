@@ -80,6 +80,12 @@ PACKAGES = {
         "e324ee90a023d808f1959c46bcbc04446a10ced277783dc6ee09987c37ec10ca",
         "src/dotenv",
     ),
+    # Held out whole (issue 37): no question about it was asked before the changes of that round.
+    "packaging": Package(
+        "packaging==24.1",
+        "026ed72c8ed3fcce5bf8950572258698927fd1dbda10a5e981cdf0ac37f4f002",
+        "src/packaging",
+    ),
 }
 
 KINDS = ("overview", "where", "calls", "imports", "returns", "default", "compare", "piped")
@@ -110,6 +116,10 @@ CLICK_MODULES = (
 )
 ITS_MODULES = "encoding exc serializer signer timed url_safe _json"
 DOTENV_MODULES = "cli ipython main parser variables version"
+PACKAGING_MODULES = (
+    "_elffile _manylinux _musllinux _parser _structures _tokenizer markers metadata requirements "
+    "specifiers tags utils version"
+)
 
 QUESTIONS = (
     Question(
@@ -329,6 +339,86 @@ QUESTIONS = (
         source="main.py 392 lines, parser.py 175",
         held_out=True,
     ),
+    # Issue 37's held-out eight, on packaging 24.1 (src/packaging, 15 files, 4 615 lines), written after
+    # that round's changes (the citation check, copied formats, the DRY sampler) and never used to make one.
+    Question(
+        "pkg-canonicalize",
+        "packaging",
+        "where",
+        "Where is canonicalize_name defined?",
+        r"\butils\.py\b",
+        _others("utils", PACKAGING_MODULES),
+        source="utils.py:45 def canonicalize_name(",
+        held_out=True,
+    ),
+    Question(
+        "pkg-invalid-version",
+        "packaging",
+        "where",
+        "Where is InvalidVersion defined?",
+        r"\bversion\.py\b",
+        _others("version", PACKAGING_MODULES),
+        source="version.py:59 class InvalidVersion(ValueError)",
+        held_out=True,
+    ),
+    Question(
+        "pkg-letter-version",
+        "packaging",
+        "calls",
+        "What calls _parse_letter_version?",
+        r"__init__",
+        source="version.py:208, 209, 212, all in Version.__init__ (nothing else)",
+        held_out=True,
+    ),
+    Question(
+        "pkg-ast",
+        "packaging",
+        "imports",
+        "Which module imports ast?",
+        r"\b_parser(\.py)?\b",
+        _others("_parser", PACKAGING_MODULES),
+        source="_parser.py:9 import ast (the only one)",
+        held_out=True,
+    ),
+    Question(
+        "pkg-parse-tag",
+        "packaging",
+        "returns",
+        "What does parse_tag return?",
+        r"frozenset",
+        source="tags.py:96 def parse_tag(tag: str) -> frozenset[Tag]",
+        held_out=True,
+    ),
+    Question(
+        "pkg-prereleases",
+        "packaging",
+        "default",
+        "What is the default value of prereleases in SpecifierSet?",
+        r"\bNone\b",
+        r"\bdefaults?\W+(\w+\W+){0,4}(True|False)\b",
+        source='specifiers.py:697 def __init__(self, specifiers: str = "", prereleases: bool | None = None)',
+        held_out=True,
+    ),
+    Question(
+        "pkg-longer",
+        "packaging",
+        "compare",
+        "Which file is longer, tags.py or markers.py?",
+        r"\btags\.py",
+        r"markers\.py\W+(is|has)\W+(the\W+)?(longer|more)",
+        source="tags.py 568 lines, markers.py 325",
+        held_out=True,
+    ),
+    Question(
+        "pkg-canonicalize-piped",
+        "packaging",
+        "piped",
+        "What does canonicalize_name do?",
+        r"lower|normali[sz]",
+        piped="utils.py",
+        source='utils.py:45-50: runs of "-", "_", "." become "-", then lower case (PEP 503)',
+        held_out=True,
+    ),
 )
 
 BY_ID = {q.id: q for q in QUESTIONS}
@@ -540,6 +630,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", action="append", choices=KINDS, help="ask the questions of this kind")
     parser.add_argument("--held-out", action="store_true", help="ask only the held-out questions")
     parser.add_argument(
+        "--package", action="append", choices=sorted(PACKAGES), help="ask the questions about this package"
+    )
+    parser.add_argument(
         "--temperature", help="pass --temperature to aforo (default: none, as a user runs it)"
     )
     parser.add_argument(
@@ -564,6 +657,7 @@ def main(argv: list[str] | None = None) -> int:
         if (not args.only or q.id in args.only)
         and (not args.kind or q.kind in args.kind)
         and (q.held_out or not args.held_out)
+        and (not args.package or q.package in args.package)
     ]
     if not chosen:
         parser.error(f"no question chosen; the ids: {', '.join(q.id for q in QUESTIONS)}")
@@ -586,10 +680,14 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.append(ask(question, workspaces[question.package], flags, args.timeout, args.aforo))
             o = outcomes[-1]
             print(
-                f"{o.id}: {'right' if o.right else 'wrong'}, {o.seconds:.0f} s, {o.ending}",
+                f"{o.id}: {'right' if o.right else 'wrong'}, {o.seconds:.0f} s, {o.ending}; cites "
+                f"{o.lines_cited} path:line ({o.lines_false} false, {o.unmarked} unmarked), copied "
+                f"{'yes' if o.copied else 'no'}, loop stops {o.loop_stops}",
                 file=sys.stderr,
                 flush=True,
             )
+            if args.json:  # as it goes: a run stopped part-way keeps what it asked
+                args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n")
     temperature = f"--temperature {args.temperature}" if args.temperature else "aforo's default temperature"
     temperature += ", --no-search" if args.no_search else ""
     print(
