@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import string
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -166,3 +167,12 @@ def test_a_name_written_as_a_call_is_the_name() -> None:
     assert (cited.name, cited.path, cited.start) == ("find_dotenv", "main.py", 275)
     [cited] = find("The decorator `attrs` is defined in `_make.py`.", 64)
     assert (cited.name, cited.path) == ("attrs", "_make.py")
+
+
+@pytest.mark.timeout(10)  # quadratic, these took minutes (the faults suite's 80 KB answers)
+@pytest.mark.parametrize(
+    "text",
+    ["/" * 80_000 + "\n" + "sk-" * 26_667, "a" * 80_000, "a/" * 40_000 + "b.py", "is defined in " * 6_000],
+)
+def test_a_long_hostile_answer_is_read_in_linear_time(text: str) -> None:
+    assert len(find(text, 64)) <= 1

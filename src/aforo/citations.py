@@ -16,6 +16,7 @@ or a variable): only its path is.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -26,26 +27,32 @@ _EXT = (
     r"py|pyi|pyx|ipynb|js|jsx|mjs|cjs|ts|tsx|go|rs|c|h|cc|cpp|hpp|cs|java|kt|rb|php|swift|scala|lua|sh|"
     r"md|rst|txt|toml|cfg|ini|json|yaml|yml|lock|html|css|sql"
 )
-PATH = rf"(?:[\w.-]+/)*[\w.-]*\w\.(?:{_EXT})(?![\w/])"
-_NAME = r"[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*"
-_LINES = r"(?P<start>\d+)(?:\s*[-–]\s*(?P<end>\d+))?"
+# Every repeat is bounded and every form starts where no word runs into it: an answer of 80 000
+# slashes or of `sk-` repeated is read in linear time, not tried from each of its characters.
+PATH = rf"(?:[\w.-]{{1,80}}/){{0,16}}[\w.-]{{0,80}}\w\.(?:{_EXT})(?![\w/])"
+_NAME = r"(?<![\w.])[A-Za-z_]\w{0,80}(?:\.[A-Za-z_]\w{0,80}){0,4}"
+_START = r"(?<![\w/.-])"
+_LINES = r"(?P<start>\d{1,9})(?:\s{0,3}[-–]\s{0,3}(?P<end>\d{1,9}))?"
 _KINDS = r"(?:function|class|method|decorator|constant|variable|attribute|module)"
 
 # `path:12`, `path:12-20`, `path` alone; the path may sit in backticks.
-_PLACE = re.compile(rf"(?<![\w/.-])`?(?P<path>{PATH})`?(?::{_LINES})?")
+_PLACE = re.compile(rf"{_START}`?(?P<path>{PATH})`?(?::{_LINES})?")
 # "`path` at line 12", "in path, line 12", "path (line 12)", "path on lines 258 and 292".
 _AT_LINE = re.compile(
-    rf"(?P<path>{PATH})`?,?\s*\(?\s*(?:at|on)?\s*lines?\s+(?P<list>\d+(?:\s*(?:[-–]|,|and|,\s*and)\s*\d+)*)"
+    rf"{_START}(?P<path>{PATH})`?,?\s{{0,3}}\(?\s{{0,3}}(?:at|on)?\s{{0,3}}lines?\s{{1,3}}"
+    r"(?P<list>\d{1,9}(?:\s{0,3}(?:[-–]|,|and|,\s{0,3}and)\s{0,3}\d{1,9}){0,16})"
 )
 # "line 12 of path".
 _LINE_OF = re.compile(
-    rf"\blines?\s+(?P<start>\d+)(?:\s*[-–]\s*(?P<end>\d+))?\s+(?:of|in)\s+`?(?P<path>{PATH})"
+    rf"\blines?\s{{1,3}}(?P<start>\d{{1,9}})(?:\s{{0,3}}[-–]\s{{0,3}}(?P<end>\d{{1,9}}))?\s{{1,3}}(?:of|in)\s{{1,3}}`?"
+    rf"(?P<path>{PATH})"
 )
 # "`X` is defined in `path` (at line N)", "the X function is defined in the path file at line N".
 _DEFINED = re.compile(
-    rf"`?(?P<name>{_NAME})(?:\(\))?`?(?:\s*\(\))?\s+(?:{_KINDS}\s+)?(?:is|are|was)\s+(?:also\s+)?defined\s+in\s+"
-    rf"(?:the\s+)?(?:file\s+)?`?(?P<path>{PATH})`?(?:\s+(?:file|module))?"
-    rf"(?:(?::|,?\s*(?:at|on)\s+line\s+|\s*\(\s*line\s+)(?P<start>\d+))?"
+    rf"`?(?P<name>{_NAME})(?:\(\))?`?(?:\s?\(\))?\s{{1,3}}(?:{_KINDS}\s{{1,3}})?(?:is|are|was)\s{{1,3}}"
+    rf"(?:also\s{{1,3}})?defined\s{{1,3}}in\s{{1,3}}(?:the\s{{1,3}})?(?:file\s{{1,3}})?`?(?P<path>{PATH})`?"
+    rf"(?:\s{{1,3}}(?:file|module))?"
+    rf"(?:(?::|,?\s{{0,3}}(?:at|on)\s{{1,3}}line\s{{1,3}}|\s{{0,3}}\(\s{{0,3}}line\s{{1,3}})(?P<start>\d{{1,9}}))?"
 )
 _WORDS = {"the", "a", "an", "it", "this", "that", "which", "and", "also", "function", "class", "method"}
 
@@ -106,35 +113,39 @@ class Verdict:
 
 
 def find(text: str, limit: int) -> list[Citation]:
-    """The citations of `text`, each once, in the order first written, at most `limit`."""
-    found: dict[tuple[str, int | None, int | None, str | None], Citation] = {}
-    covered: list[tuple[int, int]] = []  # spans a more specific form already read
+    """The citations of `text`, each once, in the order first written, at most `limit` (each form is
+    read up to `limit` times: what lies past that is not looked at)."""
+    found: dict[tuple[str, int | None, int | None, str | None], tuple[int, Citation]] = {}
+    specific: set[int] = set()  # where a path a more specific form read starts
 
-    def add(c: Citation, span: tuple[int, int]) -> None:
-        covered.append(span)
-        found.setdefault(c.key, c)
+    def add(c: Citation, m: re.Match[str]) -> None:
+        specific.add(m.start("path"))
+        found.setdefault(c.key, (m.start(), c))
 
-    for m in _DEFINED.finditer(text):
+    for m in _first(_DEFINED, text, limit):
         name = m["name"]
         if name.lower() in _WORDS and not m[0].startswith("`"):  # "it is defined in": no name
             continue
-        add(Citation(_said(m[0]), m["path"], _int(m["start"]), None, name), m.span("path"))
-    for m in _AT_LINE.finditer(text):
+        add(Citation(_said(m[0]), m["path"], _int(m["start"]), None, name), m)
+    for m in _first(_AT_LINE, text, limit):
         numbers = [int(n) for n in re.findall(r"\d+", m["list"])]
-        ranged = re.search(r"[-–]", m["list"]) and len(numbers) == 2
-        if ranged:
-            add(Citation(_said(m[0]), m["path"], numbers[0], numbers[1]), m.span("path"))
+        if re.search(r"[-–]", m["list"]) and len(numbers) == 2:
+            add(Citation(_said(m[0]), m["path"], numbers[0], numbers[1]), m)
         else:
             for n in numbers:
-                add(Citation(_said(m[0]), m["path"], n), m.span("path"))
-    for m in _LINE_OF.finditer(text):
-        add(Citation(_said(m[0]), m["path"], int(m["start"]), _int(m["end"])), m.span("path"))
-    for m in _PLACE.finditer(text):
-        if m["start"] is None and any(a <= m.start("path") < b for a, b in covered):
+                add(Citation(_said(m[0]), m["path"], n), m)
+    for m in _first(_LINE_OF, text, limit):
+        add(Citation(_said(m[0]), m["path"], int(m["start"]), _int(m["end"])), m)
+    for m in _first(_PLACE, text, limit):
+        if m["start"] is None and m.start("path") in specific:
             continue
-        add(Citation(_said(m[0]), m["path"], _int(m["start"]), _int(m["end"])), m.span("path"))
-    ordered = sorted(found.values(), key=lambda c: _said(text).find(c.text))
+        add(Citation(_said(m[0]), m["path"], _int(m["start"]), _int(m["end"])), m)
+    ordered = [c for _, c in sorted(found.values(), key=lambda pair: pair[0])]
     return _without_bare_duplicates(ordered)[:limit]
+
+
+def _first(form: re.Pattern[str], text: str, limit: int) -> list[re.Match[str]]:
+    return list(itertools.islice(form.finditer(text), limit))
 
 
 def _without_bare_duplicates(cited: list[Citation]) -> list[Citation]:
