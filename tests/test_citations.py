@@ -81,6 +81,9 @@ def test_a_list_of_lines_each_is_checked_and_a_bare_path_beside_its_lines_is_not
     cited = find("`main.py` is long: see main.py at lines 100, 200 and 400.", 64)
     assert [(c.path, c.start) for c in cited] == [("main.py", 100), ("main.py", 200), ("main.py", 400)]
     assert [v.held for v in check(cited, FACTS)] == [True, True, False]
+    # The 1.5B on packaging (held out): the file named as a file.
+    cited = find("The `ast` module is imported in the `_parser.py` file at lines 9 and 332.", 64)
+    assert [(c.path, c.start) for c in cited] == [("_parser.py", 9), ("_parser.py", 332)]
 
 
 def test_a_name_the_index_does_not_define_is_judged_by_its_file_alone() -> None:

@@ -37,9 +37,9 @@ _KINDS = r"(?:function|class|method|decorator|constant|variable|attribute|module
 
 # `path:12`, `path:12-20`, `path` alone; the path may sit in backticks.
 _PLACE = re.compile(rf"{_START}`?(?P<path>{PATH})`?(?::{_LINES})?")
-# "`path` at line 12", "in path, line 12", "path (line 12)", "path on lines 258 and 292".
+# "`path` at line 12", "in path, line 12", "path (line 12)", "the `path` file at lines 258 and 292".
 _AT_LINE = re.compile(
-    rf"{_START}(?P<path>{PATH})`?,?\s{{0,3}}\(?\s{{0,3}}(?:at|on)?\s{{0,3}}lines?\s{{1,3}}"
+    rf"{_START}(?P<path>{PATH})`?(?:\s{{1,3}}(?:file|module))?,?\s{{0,3}}\(?\s{{0,3}}(?:at|on)?\s{{0,3}}lines?\s{{1,3}}"
     r"(?P<list>\d{1,9}(?:\s{0,3}(?:[-–]|,|and|,\s{0,3}and)\s{0,3}\d{1,9}){0,16})"
 )
 # "line 12 of path".
