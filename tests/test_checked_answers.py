@@ -163,3 +163,34 @@ def test_a_stopped_stream_says_its_tokens_are_unknown_not_a_small_number(tmp_pat
     assert last.startswith("[end_turn] 1 turns, 0 tool calls, tokens unknown (an answer stopped before")
     assert "output tokens" not in last
     assert run.events()[-1]["unreported_turns"] == 1
+
+
+def test_an_answer_cut_at_the_output_limit_has_its_citations_marked_without_a_correction(
+    tmp_path: Path,
+) -> None:
+    cut = "f1 is in alpha.py at line 90 and then"
+    bodies: list[dict[str, Any]] = []
+
+    def answers(body: dict[str, Any]) -> Reply:
+        bodies.append(body)
+        return Reply(text=cut, finish="length")
+
+    ws = workspace(tmp_path)
+    with LiveServer(make_openai_app(answers)) as server:
+        flags = (
+            "-w",
+            str(ws),
+            "--base-url",
+            server.url,
+            "-m",
+            "m",
+            "--context-window",
+            "8192",
+            "--no-search",
+        )
+        run = run_cli(*flags, "--json", "where?")
+    assert run.code == 5, run.err
+    result = run.events()[-1]
+    assert (result["ending"], result["answer"]) == ("max_tokens", cut)
+    assert [(c["text"], c["held"]) for c in result["citations"]] == [("alpha.py at line 90", False)]
+    assert len(bodies) == 1

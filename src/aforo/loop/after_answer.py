@@ -13,7 +13,7 @@ An answer that ends the run has its citations checked first (`aforo.citations`):
 hold, the answer stays in the conversation, followed by the exact facts, and the model is asked once to
 write it again (no tool allowed). What still does not hold after that is carried by the run's result,
 each citation with whether it held, for the user's screen to mark. No correction is asked for on the
-last turn or past the time budget: the answer ends the run, its citations marked.
+last turn or past the time budget, nor for an answer cut at the output limit: its citations are marked.
 """
 
 from __future__ import annotations
@@ -74,8 +74,9 @@ def next_step(
         run.answer_only = True  # the next request allows only the answer
         return f"asked again for results it has ({batch.stalled}); answer requested"
     end = read.reply.end
-    if end.stop_reason == "max_tokens":
-        raise End("max_tokens", f"the answer hit the output limit of {reserve} tokens", read.answer)
+    if end.stop_reason == "max_tokens":  # shown as far as it came: its citations marked, none corrected
+        limit = f"the answer hit the output limit of {reserve} tokens"
+        raise End("max_tokens", limit, read.answer, marked(read.answer, check))
     if end.stop_reason == "refusal":
         raise End("refusal", "the model refused to answer", read.answer)
     return _checked(read.answer, run, conversation, check, last=last)
@@ -98,6 +99,11 @@ def _checked(
         conversation.append(Message.user(correction(wrong)))
         return f"the answer cites what does not hold ({_facts(wrong)}); asked once to correct it"
     raise End("end_turn", answer=answer, citations=tuple(_cited(v) for v in verdicts))
+
+
+def marked(answer: str, check: CitationCheck | None) -> tuple[Cited, ...]:
+    """Each citation of `answer`, checked."""
+    return tuple(_cited(v) for v in check(answer)) if check is not None and answer else ()
 
 
 def correction(wrong: Sequence[Verdict]) -> str:
