@@ -47,6 +47,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 from aforo.engine.pins import DEFAULT_CTX, MODELS, ModelPin, model_named  # noqa: E402
+from aforo.loop.cited import Checker  # noqa: E402
+from aforo.loop.copied import copied_format  # noqa: E402
+from aforo.tools.registry import default_registry  # noqa: E402
 from real_canary import machine  # noqa: E402
 
 AFORO = str(Path(sys.executable).parent / "aforo")
@@ -76,6 +79,12 @@ PACKAGES = {
         "python-dotenv==1.0.1",
         "e324ee90a023d808f1959c46bcbc04446a10ced277783dc6ee09987c37ec10ca",
         "src/dotenv",
+    ),
+    # Held out whole (issue 37): no question about it was asked before the changes of that round.
+    "packaging": Package(
+        "packaging==24.1",
+        "026ed72c8ed3fcce5bf8950572258698927fd1dbda10a5e981cdf0ac37f4f002",
+        "src/packaging",
     ),
 }
 
@@ -107,6 +116,10 @@ CLICK_MODULES = (
 )
 ITS_MODULES = "encoding exc serializer signer timed url_safe _json"
 DOTENV_MODULES = "cli ipython main parser variables version"
+PACKAGING_MODULES = (
+    "_elffile _manylinux _musllinux _parser _structures _tokenizer markers metadata requirements "
+    "specifiers tags utils version"
+)
 
 QUESTIONS = (
     Question(
@@ -326,6 +339,86 @@ QUESTIONS = (
         source="main.py 392 lines, parser.py 175",
         held_out=True,
     ),
+    # Issue 37's held-out eight, on packaging 24.1 (src/packaging, 15 files, 4 615 lines), written after
+    # that round's changes (the citation check, copied formats, the DRY sampler) and never used to make one.
+    Question(
+        "pkg-canonicalize",
+        "packaging",
+        "where",
+        "Where is canonicalize_name defined?",
+        r"\butils\.py\b",
+        _others("utils", PACKAGING_MODULES),
+        source="utils.py:45 def canonicalize_name(",
+        held_out=True,
+    ),
+    Question(
+        "pkg-invalid-version",
+        "packaging",
+        "where",
+        "Where is InvalidVersion defined?",
+        r"\bversion\.py\b",
+        _others("version", PACKAGING_MODULES),
+        source="version.py:59 class InvalidVersion(ValueError)",
+        held_out=True,
+    ),
+    Question(
+        "pkg-letter-version",
+        "packaging",
+        "calls",
+        "What calls _parse_letter_version?",
+        r"__init__",
+        source="version.py:208, 209, 212, all in Version.__init__ (nothing else)",
+        held_out=True,
+    ),
+    Question(
+        "pkg-ast",
+        "packaging",
+        "imports",
+        "Which module imports ast?",
+        r"\b_parser(\.py)?\b",
+        _others("_parser", PACKAGING_MODULES),
+        source="_parser.py:9 import ast (the only one)",
+        held_out=True,
+    ),
+    Question(
+        "pkg-parse-tag",
+        "packaging",
+        "returns",
+        "What does parse_tag return?",
+        r"frozenset",
+        source="tags.py:96 def parse_tag(tag: str) -> frozenset[Tag]",
+        held_out=True,
+    ),
+    Question(
+        "pkg-prereleases",
+        "packaging",
+        "default",
+        "What is the default value of prereleases in SpecifierSet?",
+        r"\bNone\b",
+        r"\bdefaults?\W+(\w+\W+){0,4}(True|False)\b",
+        source='specifiers.py:697 def __init__(self, specifiers: str = "", prereleases: bool | None = None)',
+        held_out=True,
+    ),
+    Question(
+        "pkg-longer",
+        "packaging",
+        "compare",
+        "Which file is longer, tags.py or markers.py?",
+        r"\btags\.py",
+        r"markers\.py\W+(is|has)\W+(the\W+)?(longer|more)",
+        source="tags.py 568 lines, markers.py 325",
+        held_out=True,
+    ),
+    Question(
+        "pkg-canonicalize-piped",
+        "packaging",
+        "piped",
+        "What does canonicalize_name do?",
+        r"lower|normali[sz]",
+        piped="utils.py",
+        source='utils.py:45-50: runs of "-", "_", "." become "-", then lower case (PEP 503)',
+        held_out=True,
+    ),
 )
 
 BY_ID = {q.id: q for q in QUESTIONS}
@@ -341,6 +434,16 @@ class Outcome:
     turns: int
     tool_calls: int
     answer: str
+    # Counted by this bench on the final answer, with aforo's own check (aforo.citations) against the
+    # workspace, whatever aforo ran: `path:line` citations, how many of them false, and how many of the
+    # false ones the run's result did not mark (an older aforo marks none).
+    lines_cited: int = 0
+    lines_false: int = 0
+    unmarked: int = 0
+    copied: bool = False  # the final answer is one of aforo's own formats
+    asked_in_words: int = 0  # answers that were a copied format, asked again in words by the run
+    corrections: int = 0  # answers whose citations did not hold, sent back once by the run
+    loop_stops: int = 0  # answers aforo stopped as they looped
 
 
 def fetch(names: set[str], dest: Path) -> dict[str, Path]:
@@ -366,7 +469,7 @@ def fetch(names: set[str], dest: Path) -> dict[str, Path]:
     return found
 
 
-def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -> Outcome:
+def ask(question: Question, workspace: Path, flags: list[str], timeout: float, aforo: str = AFORO) -> Outcome:
     """One question in a fresh aforo process and state directory, as a user's first run."""
     piped = (workspace / question.piped).read_text() if question.piped else ""
     with tempfile.TemporaryDirectory(prefix="aforo-real-code-") as tmp:
@@ -375,7 +478,7 @@ def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -
         started = time.monotonic()
         try:
             done = subprocess.run(
-                [AFORO, "-w", str(workspace), *flags, "--json", question.prompt],
+                [aforo, "-w", str(workspace), *flags, "--json", question.prompt],
                 input=piped,
                 capture_output=True,
                 text=True,
@@ -390,13 +493,14 @@ def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -
             calls = sum(e.get("type") == "tool_start" for e in events)
             text = "".join(str(e.get("text", "")) for e in events if e.get("type") == "text_delta")
             seconds = round(time.monotonic() - started, 1)
-            return Outcome(question.id, question.kind, False, seconds, "timeout", 0, calls, text)
+            timed_out = Outcome(question.id, question.kind, False, seconds, "timeout", 0, calls, text)
+            return counted(timed_out, workspace, events, {})
         seconds = round(time.monotonic() - started, 1)
     events = _events(done.stdout)
     result = events[-1] if events and events[-1].get("type") == "result" else {}
     ending = str(result.get("ending") or f"no result (exit {done.returncode}): {done.stderr.strip()[-200:]}")
     answer = str(result.get("answer") or "")
-    return Outcome(
+    outcome = Outcome(
         question.id,
         question.kind,
         is_right(question, answer, ending),
@@ -406,6 +510,25 @@ def ask(question: Question, workspace: Path, flags: list[str], timeout: float) -
         int(result.get("tool_calls") or 0),
         answer,
     )
+    return counted(outcome, workspace, events, result)
+
+
+def counted(
+    outcome: Outcome, workspace: Path, events: list[dict[str, Any]], result: dict[str, Any]
+) -> Outcome:
+    """The outcome with its citations, copied formats and loop stops counted."""
+    lines = [v for v in Checker(workspace)(outcome.answer) if v.citation.start is not None]
+    false = [v for v in lines if not v.held]
+    marked = {c.get("text") for c in result.get("citations") or () if not c.get("held")}
+    steps = [str(e.get("step", "")) for e in events if e.get("type") == "info"]
+    warnings = [str(e.get("message", "")) for e in events if e.get("type") == "warning"]
+    outcome.lines_cited, outcome.lines_false = len(lines), len(false)
+    outcome.unmarked = sum(v.citation.text not in marked for v in false)
+    outcome.copied = bool(copied_format(outcome.answer, default_registry(workspace).specs))
+    outcome.asked_in_words = sum("aforo's own format" in s for s in steps)
+    outcome.corrections = sum("cites what does not hold" in s for s in steps)
+    outcome.loop_stops = sum("repeating itself" in w for w in warnings)
+    return outcome
 
 
 def _events(out: str) -> list[dict[str, Any]]:
@@ -456,6 +579,20 @@ def by_kind(outcomes: list[Outcome]) -> str:
     return "\n".join(lines)
 
 
+def checked(outcomes: list[Outcome]) -> str:
+    """What the answers cite and copy, counted over the run (issue 37)."""
+    chars = [len(o.answer) for o in outcomes]
+    return (
+        f"citations: {sum(o.lines_cited for o in outcomes)} path:line in the answers, "
+        f"{sum(o.lines_false for o in outcomes)} false ({sum(o.unmarked for o in outcomes)} shown unmarked); "
+        f"formats copied: {sum(o.copied for o in outcomes)} answers (asked again in words: "
+        f"{sum(o.asked_in_words for o in outcomes)}); corrections asked: "
+        f"{sum(o.corrections for o in outcomes)}; "
+        f"loop stops: {sum(o.loop_stops for o in outcomes)}; answer length: median "
+        f"{statistics.median(chars):.0f} characters, at most {max(chars)}"
+    )
+
+
 def by_question(outcomes: list[Outcome]) -> str:
     lines = [
         "| question | kind | right | seconds | ending | turns | tool calls | answer |",
@@ -493,6 +630,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kind", action="append", choices=KINDS, help="ask the questions of this kind")
     parser.add_argument("--held-out", action="store_true", help="ask only the held-out questions")
     parser.add_argument(
+        "--package", action="append", choices=sorted(PACKAGES), help="ask the questions about this package"
+    )
+    parser.add_argument(
         "--temperature", help="pass --temperature to aforo (default: none, as a user runs it)"
     )
     parser.add_argument(
@@ -504,6 +644,11 @@ def main(argv: list[str] | None = None) -> int:
         help="pass --no-search to aforo, to measure what the pre-search adds (default: on, as users run it)",
     )
     parser.add_argument("--json", type=Path, help="also write the outcomes here as JSON")
+    parser.add_argument(
+        "--aforo",
+        default=AFORO,
+        help="the aforo command to ask (default: this checkout's), e.g. another checkout's, for 'before'",
+    )
     args = parser.parse_args(argv)
     pin = pick_model(args.model)
     chosen = [
@@ -512,6 +657,7 @@ def main(argv: list[str] | None = None) -> int:
         if (not args.only or q.id in args.only)
         and (not args.kind or q.kind in args.kind)
         and (q.held_out or not args.held_out)
+        and (not args.package or q.package in args.package)
     ]
     if not chosen:
         parser.error(f"no question chosen; the ids: {', '.join(q.id for q in QUESTIONS)}")
@@ -531,13 +677,17 @@ def main(argv: list[str] | None = None) -> int:
         workspaces = fetch({q.package for q in chosen}, Path(tmp))
         for question in chosen:
             erase_cache(base_url)
-            outcomes.append(ask(question, workspaces[question.package], flags, args.timeout))
+            outcomes.append(ask(question, workspaces[question.package], flags, args.timeout, args.aforo))
             o = outcomes[-1]
             print(
-                f"{o.id}: {'right' if o.right else 'wrong'}, {o.seconds:.0f} s, {o.ending}",
+                f"{o.id}: {'right' if o.right else 'wrong'}, {o.seconds:.0f} s, {o.ending}; cites "
+                f"{o.lines_cited} path:line ({o.lines_false} false, {o.unmarked} unmarked), copied "
+                f"{'yes' if o.copied else 'no'}, loop stops {o.loop_stops}",
                 file=sys.stderr,
                 flush=True,
             )
+            if args.json:  # as it goes: a run stopped part-way keeps what it asked
+                args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n")
     temperature = f"--temperature {args.temperature}" if args.temperature else "aforo's default temperature"
     temperature += ", --no-search" if args.no_search else ""
     print(
@@ -556,6 +706,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{peak_mb(os.environ.get('AFORO_REAL_SERVER_PID'))}",
         flush=True,
     )
+    print(checked(outcomes), flush=True)
     if args.json:
         args.json.write_text(json.dumps([asdict(o) for o in outcomes], indent=2) + "\n")
     return 0

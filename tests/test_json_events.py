@@ -183,9 +183,10 @@ def test_the_run_end_and_the_result_are_flat_in_the_documented_order(runs: dict[
     run_end, result = events[-2:]
     # docs/json-events.md shows these lines as printed: scripts and readers see the same keys in one order.
     assert list(run_end) == ["v", "type", "reason", "turns", "tool_calls", "input_tokens", "output_tokens",
-                             "error"]  # fmt: skip
+                             "error", "citations", "unreported_turns"]  # fmt: skip
     assert list(result) == ["v", "type", "ending", "exit_code", "answer", "turns", "tool_calls",
-                            "input_tokens", "output_tokens", "duration_ms", "error", "session"]  # fmt: skip
+                            "input_tokens", "output_tokens", "duration_ms", "error", "session", "citations",
+                            "unreported_turns"]  # fmt: skip
     assert {k: result[k] for k in ("turns", "tool_calls", "input_tokens", "output_tokens", "error")} == {
         k: run_end[k] for k in ("turns", "tool_calls", "input_tokens", "output_tokens", "error")
     }

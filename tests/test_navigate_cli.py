@@ -18,7 +18,10 @@ class Recorder:
 
     def __call__(self, body: dict[str, Any]) -> Reply:
         self.bodies.append(body)
-        return Reply(text="pkg/decorators.py:263", prompt_tokens=len(json.dumps(body)) // 4)
+        return Reply(
+            text="group is defined in pkg/decorators.py at line 263.",
+            prompt_tokens=len(json.dumps(body)) // 4,
+        )
 
 
 def workspace(root: Path) -> Path:

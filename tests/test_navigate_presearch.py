@@ -45,7 +45,7 @@ def first_results(request: Request) -> list[ToolResult]:
 def test_the_definition_at_line_263_is_in_the_first_request(tmp_path: Path) -> None:
     ws = workspace(tmp_path / "ws")
     assert (ws / "pkg/decorators.py").read_text().splitlines()[262] == "def group(name=None, **attrs):"
-    provider = FakeProvider([FakeTurn("pkg/decorators.py:263")])
+    provider = FakeProvider([FakeTurn("group is defined in pkg/decorators.py at line 263.")])
     agent, rec, _ = make_agent(ws, provider)
     agent.guide = Navigator(ws, 4096).guide
     result = agent.run("where is the group decorator defined?")

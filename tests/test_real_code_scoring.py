@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[1] / "bench"))
 
 from aforo.engine.pins import QWEN_CODER_05B, QWEN_CODER_15B
-from real_code import KINDS, PACKAGES, QUESTIONS, is_right, pick_model
+from real_code import KINDS, PACKAGES, QUESTIONS, Outcome, counted, is_right, pick_model
 
 BY_ID = {q.id: q for q in QUESTIONS}
 
@@ -44,6 +44,14 @@ RIGHT = {
     "dotenv-parse-stream": "parse_stream is defined in parser.py.",
     "dotenv-get-key": "get_key returns the value of the key as a string, or None if it is not found.",
     "dotenv-longer": "main.py is longer (392 lines against 175).",
+    "pkg-canonicalize": "canonicalize_name is defined in utils.py at line 45.",
+    "pkg-invalid-version": "InvalidVersion is defined in version.py (line 59), a subclass of ValueError.",
+    "pkg-letter-version": "Version.__init__ calls _parse_letter_version for the pre, post and dev parts.",
+    "pkg-ast": "_parser.py imports ast.",
+    "pkg-parse-tag": "parse_tag returns a frozenset of Tag instances.",
+    "pkg-prereleases": "prereleases defaults to None: the specifiers then decide.",
+    "pkg-longer": "tags.py is longer: 568 lines against 325 for markers.py.",
+    "pkg-canonicalize-piped": "It normalizes a project name (PEP 503): lower-cased, separators as dashes.",
 }
 
 WRONG = {
@@ -71,6 +79,14 @@ WRONG = {
     "dotenv-parse-stream": "parse_stream is defined in main.py.",
     "dotenv-get-key": "get_key returns a dict of the values.",
     "dotenv-longer": "parser.py is longer than main.py.",
+    "pkg-canonicalize": "canonicalize_name is defined in version.py.",
+    "pkg-invalid-version": "InvalidVersion is defined in specifiers.py.",
+    "pkg-letter-version": "It is called by parse.",
+    "pkg-ast": "markers.py imports ast.",
+    "pkg-parse-tag": "It returns a Tag.",
+    "pkg-prereleases": "prereleases defaults to False.",
+    "pkg-longer": "markers.py is longer than tags.py.",
+    "pkg-canonicalize-piped": "It checks that a name is valid.",
 }
 
 # What the 1.5B model answered for `cat globals.py | aforo summarize` after reading three other files.
@@ -90,9 +106,9 @@ def test_a_summary_of_the_package_is_no_summary_of_the_piped_module() -> None:
 PLACEHOLDERS = ("...", "", '{"answer": "..."}', "file_path")
 
 
-def test_the_suite_covers_every_kind_with_16_questions_and_8_held_out_over_its_packages() -> None:
+def test_the_suite_covers_every_kind_with_16_questions_and_16_held_out_over_its_packages() -> None:
     held = [q for q in QUESTIONS if q.held_out]
-    assert (len(QUESTIONS), len(held)) == (24, 8)
+    assert (len(QUESTIONS), len(held)) == (32, 16)  # eight of issue 33's round, eight of issue 37's
     assert {q.kind for q in QUESTIONS if not q.held_out} == set(KINDS)
     assert {q.kind for q in held} == set(KINDS) - {"overview"}  # the slowest kind, asked three times
     assert {q.package for q in QUESTIONS} == set(PACKAGES)
@@ -115,3 +131,22 @@ def test_the_model_flag_takes_a_size_or_a_name() -> None:
     assert pick_model("1.5B") is QWEN_CODER_15B
     assert pick_model("qwen2.5-coder-1.5b-instruct") is QWEN_CODER_15B
     assert pick_model(None) is QWEN_CODER_15B  # the engine's default
+
+
+def test_the_citations_and_copies_of_an_answer_are_counted_with_what_the_run_marked(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\ny = 2\nz = 3\n")
+    answer = "x is at a.py:1, y at a.py:9, and z at b.py:3."
+    events = [
+        {
+            "type": "info",
+            "step": "the answer was a list of places, aforo's own format ('a.py:1'); asked again",
+        },
+        {"type": "info", "step": "the answer cites what does not hold (...); asked once to correct it"},
+        {"type": "warning", "message": "The model began repeating itself word for word; ..."},
+    ]
+    result = {"citations": [{"text": "a.py:9", "held": False}, {"text": "a.py:1", "held": True}]}
+    got = counted(Outcome("q", "where", True, 1.0, "end_turn", 2, 0, answer), tmp_path, events, result)
+    assert (got.lines_cited, got.lines_false, got.unmarked) == (3, 2, 1)  # b.py:3 was not marked
+    assert (got.copied, got.asked_in_words, got.corrections, got.loop_stops) == (False, 1, 1, 1)
+    copy = counted(Outcome("q", "where", False, 1.0, "end_turn", 1, 0, "a.py:1\na.py:2"), tmp_path, [], {})
+    assert copy.copied and (copy.lines_cited, copy.lines_false, copy.unmarked) == (2, 0, 0)

@@ -126,6 +126,20 @@ class ModelCheck(Tagged, tag="model_check"):
 
 
 @dataclass(frozen=True, kw_only=True)
+class Cited:
+    """One place the answer cites (`path`, `path:line`, `path:line-end`, or `name` defined in `path`),
+    and whether it held against the workspace and the symbol index; `fact`: what is true instead."""
+
+    text: str
+    path: str
+    line: int | None = None
+    end: int | None = None
+    name: str | None = None
+    held: bool = True
+    fact: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
 class RunResult:
     reason: RunReason
     turns: int = 0
@@ -134,6 +148,10 @@ class RunResult:
     output_tokens: int = 0
     error: str | None = None
     answer: str = ""  # the text of the run's last answer, without calls written as text; "" if none
+    citations: tuple[Cited, ...] = ()  # the answer's citations, each checked (none when none was)
+    # Turns whose usage the server never reported (an answer stopped as it looped): the token counts
+    # leave them out, so the output count is then unknown, not the small number the others add up to.
+    unreported_turns: int = 0
 
 
 class RunEnd(Tagged, tag="run_end"):
@@ -197,6 +215,7 @@ def event_to_dict(event: Event) -> dict[str, Any]:
     if isinstance(event, RunEnd):
         data = dict(data["result"])
         del data["answer"]  # the answer is the `result` event's
+        data["citations"] = list(data["citations"])
     elif isinstance(event, Result):
         # Flat, in the contract's order (docs/json-events.md): the ending, the answer and the run's counts.
         run, counts = data["run"], ("turns", "tool_calls", "input_tokens", "output_tokens")
@@ -208,6 +227,8 @@ def event_to_dict(event: Event) -> dict[str, Any]:
             "duration_ms": data["duration_ms"],
             "error": run["error"],
             "session": data["session"],
+            "citations": list(run["citations"]),
+            "unreported_turns": run["unreported_turns"],
         }
     elif isinstance(event, Info):
         data = dict(data["fields"])

@@ -69,6 +69,12 @@ MAP_FILES = limit("map_files", 20_000, "files", "source files the repository map
 MAP_FILE_BYTES = limit("map_file_bytes", 1 * MiB, "bytes", "one source file the repository map parses")
 MAP_NAMES = limit("map_names", 4_000, "names", "distinct names one file's references are counted from")
 MAP_SECONDS = limit("map_seconds", 20, "seconds", "building the repository map (the rest waits a run)")
+# An answer's citations, checked before the user sees it (aforo.citations): a longer list is a list of
+# places, not an answer; what is past it is not checked.
+CITATIONS = limit("citations", 64, "citations", "the places one answer cites that are checked")
+CITATION_SECONDS = limit(
+    "citation_seconds", 5, "seconds", "checking one answer's citations (what is left is not judged)"
+)
 TEXT_CALL_LITERAL_CHARS = limit(
     "text_call_literal_chars",
     16 * KiB,

@@ -218,6 +218,8 @@ class MessageEnd:
     model: str = ""
     # Why the server's usage report was not taken (a count no server can mean), `usage` then empty.
     usage_refused: str = ""
+    # aforo closed the stream (the answer looped): the server never reported this answer's usage.
+    stopped: bool = False
 
 
 StreamEvent = StreamText | StreamToolCall | StreamProgress | MessageEnd

@@ -49,9 +49,22 @@ def openai_compat(
     )
 
 
+# llama.cpp's DRY sampler ("don't repeat yourself"): a token that would extend a passage already in the
+# last `dry_penalty_last_n` tokens beyond `dry_allowed_length` tokens loses multiplier * base^(excess)
+# of its logit, before the temperature (so at 0 too). At temperature 0 the 1.5B repeated one sentence
+# to the output limit on `make demo`; llama-server applies no repeat penalty by default. The values
+# were chosen on the real-code suite (docs/real-code.md, "Sampling"); other servers may refuse fields
+# they do not know, and Ollama applies its own repeat penalty by default (1.1 over the last 64 tokens).
+LLAMACPP_SAMPLING = {
+    "dry_multiplier": 0.8,
+    "dry_base": 1.75,
+    "dry_allowed_length": 4,
+    "dry_penalty_last_n": 1024,
+}
+
 # Asked to, llama-server streams its own progress through the prompt (`prompt_progress`, one chunk per
-# batch), which the status line shows; other servers may refuse a field they do not know.
-llamacpp_compat = partial(openai_compat, extra_body={"return_progress": True})
+# batch), which the status line shows.
+llamacpp_compat = partial(openai_compat, extra_body={"return_progress": True, **LLAMACPP_SAMPLING})
 
 
 def ollama_native(server: ServerInfo, model: str, conn: Connection) -> Provider:

@@ -134,7 +134,7 @@ def _cut_loop(text: list[str], repeats: Repeats, progress: EventSink | None) -> 
             )
         )
     text[:] = [kept]
-    return Reply(kept, (), MessageEnd(Usage(), "end_turn"))
+    return Reply(kept, (), MessageEnd(Usage(), "end_turn", stopped=True))
 
 
 def _call(name: str, args: dict[str, object]) -> StreamToolCall:

@@ -66,10 +66,23 @@ def ctx_line(used: int, window: int, exact: bool | None = None) -> str:
 
 def result_line(event: RunEnd) -> str:
     r = event.result
+    if r.unreported_turns:
+        # A stopped answer's usage never came: its tokens are in no count, so no total is true.
+        stopped = "an answer" if r.unreported_turns == 1 else f"{r.unreported_turns} answers"
+        return (
+            f"[{r.reason}] {r.turns} turns, {r.tool_calls} tool calls, tokens unknown ({stopped} stopped "
+            f"before the server reported usage; the other turns: {r.input_tokens} input, "
+            f"{r.output_tokens} output)"
+        )
     return (
         f"[{r.reason}] {r.turns} turns, {r.tool_calls} tool calls, "
         f"{r.input_tokens} input tokens, {r.output_tokens} output tokens"
     )
+
+
+def unverified(event: RunEnd) -> list[str]:
+    """A footnote for each citation of the answer that did not hold, with what is true instead."""
+    return [f"(unverified: {c.text} — {c.fact})" for c in event.result.citations if not c.held]
 
 
 class HumanRenderer:
@@ -156,6 +169,8 @@ class HumanRenderer:
             self._tools.clear()
             self._show(Progress(phase="idle"))
             self._line("")
+            for note in unverified(event):
+                self._line(sanitize(note), "yellow")
             self._line(result_line(event), "bold")
             if event.result.error and event.result.reason != "end_turn":
                 self._line(f"! {event.result.error}", "red", err=True)

@@ -26,6 +26,7 @@ from aforo.context.summary_request import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, su
 from aforo.errors import AforoError, ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.loop.agent import Agent
+from aforo.loop.cited import Checker
 from aforo.loop.prompt import system_prompt
 from aforo.messages import Request
 from aforo.navigate.guide import Navigator
@@ -211,6 +212,7 @@ def build_runtime(
         live_text=live,
         constrained=constrained,
         guide=navigator.guide,
+        check=Checker(cfg.workspace),
     )
     mode = "constrained" if constrained else "native"
     emit(

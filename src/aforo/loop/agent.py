@@ -25,7 +25,7 @@ from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, OutOfTime, ProviderError, RejectedError, TransformError
 from aforo.events import EventSink, Info, RunEnd, RunResult
 from aforo.limits import RUN_SECONDS
-from aforo.loop.after_answer import next_step
+from aforo.loop.after_answer import CitationCheck, next_step
 from aforo.loop.budgets import before_turn, late_seconds, spent_during, stopped_note
 from aforo.loop.opening import Guide, about_session, open_run
 from aforo.loop.reading import ReadReply, read_reply
@@ -61,6 +61,8 @@ class Agent:
     constrained: bool = False
     # What the harness finds for a question before the model reads (aforo.navigate).
     guide: Guide | None = None
+    # What checks an answer's citations before the run ends with it (aforo.loop.cited).
+    check: CitationCheck | None = None
 
     @property
     def messages(self) -> tuple[Message, ...]:
@@ -159,7 +161,15 @@ class Agent:
             run.ran(self.messages[-2].tool_uses)
         last, reserve = turn == self.max_turns, gov.budget.reserve
         step = next_step(
-            batch, read, run, last=last, max_turns=self.max_turns, reserve=reserve, seconds=self.time_budget
+            batch,
+            read,
+            run,
+            gov.conversation,
+            last=last,
+            max_turns=self.max_turns,
+            reserve=reserve,
+            seconds=self.time_budget,
+            check=self.check,
         )
         if step is not None:
             self.emit(Info(fields={"step": step}))

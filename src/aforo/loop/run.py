@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from aforo.context.ledger import evidence_source
 from aforo.context.tokens import Count
 from aforo.context.watch import Observation
-from aforo.events import RunReason, RunResult, TurnEnd
+from aforo.events import Cited, RunReason, RunResult, TurnEnd
 from aforo.messages import MessageEnd, ToolUse
 
 CANCELLED = "cancelled by the user"
@@ -20,9 +20,11 @@ CANCELLED_RESULT = "[Cancelled by the user before this tool call finished.]"
 class End(Exception):
     """The run ends here, for `reason`; `answer` is the text of the answer that ended it, if any."""
 
-    def __init__(self, reason: RunReason, error: str | None = None, answer: str = "") -> None:
+    def __init__(
+        self, reason: RunReason, error: str | None = None, answer: str = "", citations: tuple[Cited, ...] = ()
+    ) -> None:
         super().__init__(reason)
-        self.reason, self.error, self.answer = reason, error, answer
+        self.reason, self.error, self.answer, self.citations = reason, error, answer, citations
 
 
 def out_of_turns(max_turns: int) -> End:
@@ -45,6 +47,8 @@ class RunState:
     answer_only: bool = False
     question: str = ""
     worded: bool = False  # an answer said nothing: the next must have a word in it (the schema says so)
+    corrected: bool = False  # an answer's citations did not hold: the model was asked once to correct them
+    unreported: int = 0  # turns whose usage the server never reported
     context: int = 0  # tokens of the conversation once the last answer is in it
     compacted: frozenset[str] = frozenset()  # the compactions the run started with (not its own)
     deadline: float = math.inf  # when the time budget is spent (the agent's clock)
@@ -54,6 +58,7 @@ class RunState:
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
+        self.unreported += end.stopped
         self.input_tokens += end.usage.prompt_tokens
         self.output_tokens += end.usage.output_tokens
 
@@ -71,6 +76,8 @@ class RunState:
             output_tokens=self.output_tokens,
             error=end.error,
             answer=end.answer,
+            citations=end.citations,
+            unreported_turns=self.unreported,
         )
 
 

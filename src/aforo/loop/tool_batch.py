@@ -27,6 +27,7 @@ from aforo.context.ledger import evidence_source
 from aforo.context.stages import Cap, cap_text
 from aforo.context.tokens import estimate_text
 from aforo.events import EventSink, Info, ToolEnd, ToolStart
+from aforo.loop.copied import copied_format
 from aforo.loop.reading import ReadReply
 from aforo.messages import Message, TextBlock, ToolResult, ToolUse
 from aforo.protocols import ToolOutput
@@ -59,6 +60,7 @@ class Batch:
     ran: int = 0
     stalled: str = ""
     said_nothing: bool = False  # an answer with no word in it, or the reply format copied: not added
+    copied: str = ""  # the answer was one of aforo's formats (loop.copied), named: not added either
     summarised: str = ""  # the calls, when each was summarised by a compaction of this run or is shown
 
 
@@ -83,8 +85,11 @@ def act_on(
     (aforo.summarised); a call of one is not run, its result says what the summary keeps. A `cancel`
     (the user's Ctrl-C) stops the running calls at once: each answers "cancelled"."""
     uses = list(read.uses)
-    if not uses and read.reply.end.stop_reason == "end_turn" and says_nothing(read.text, tools.specs):
-        return Batch(said_nothing=True)
+    if not uses and read.reply.end.stop_reason == "end_turn":
+        if says_nothing(read.text, tools.specs):
+            return Batch(said_nothing=True)
+        if copied := copied_format(read.text, tools.specs):
+            return Batch(said_nothing=True, copied=copied)
     seen = seen_calls(conversation.messages)
     if uses and (answer_only or {_key(u) for u in uses} <= seen):
         return Batch(stalled=_labels(uses))

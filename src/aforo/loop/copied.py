@@ -1,0 +1,69 @@
+"""aforo's own formats, copied back as an answer: told apart by their shape, line by line.
+
+A small model answers with what it was shown last. Asked where a setting is read from the environment,
+the 1.5B answered with thirteen `path:line` places from the pre-search; asked which files it had read,
+`Read a.py, Read b.py`; the 0.5B answered with the pre-search's first line and with its labels
+(`main.py:186 in set_key calls parse_stream`). None of it is an answer. Each format aforo shows the
+model has a shape here: the places of the pre-search, Grep and Find (`path:line`, then a label or the
+line's text), Read's numbered lines and its heading (`path: N lines`), the names of the calls of a
+step (`Read a.py`), the headings of the pre-search and of tool results, and the reply format's keys.
+An answer every line of which has one of those shapes is a copied format; an answer with one sentence
+of its own is not.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from aforo.citations import PATH
+from aforo.messages import ToolSpec
+
+# A place, as the pre-search, Grep and Find write one: `path:line`, then the line's text after a colon
+# or a tab, or a label of a few words (`in Signer.get_signature calls derive_key`).
+_PLACE = re.compile(
+    rf"`?{PATH}:\d+(?:[-–]\d+)?`?(?:(?::|\t|\s+-\s).*|(?:\s+in\s+[\w.`]+)?(?:\s+[a-z]+\s+[\w.`]+)?\s*[.,;]?)",
+)
+# Read's numbered lines (`12\tcode`), and its heading: `path: 392 lines`, `path: lines 1-40 of 392`.
+_NUMBERED = re.compile(r"\d+\t.*")
+_READ_HEADING = re.compile(rf"\(?`?{PATH}`?: (?:at least )?(?:\d+ lines?|lines \d+-\d+ of)\b.*")
+# The headings aforo writes above what it found: the pre-search's, a tool result's in the reply format's
+# conversation (`Result of Read a.py:`), the count of what was left out, the tools' own.
+_HEADINGS = re.compile(
+    r"(?:Before asking you, aforo\b|aforo searched the workspace\b|The files the question names:"
+    r"|(?:Result of|Error from) \w+\b.*:$|\(\d+ more (?:matches|lines)\b|Reply with one JSON object\b"
+    # Read's outline of a long file, Find's heading, LS's.
+    r"|\(\d+ (?:functions?|class(?:es)?|definitions?)\b.*\)$|[\w.]+ is (?:defined at|used in \d+ lines?):$"
+    r"|\S*/ \(\d+ entr(?:y|ies)\)$)",
+    re.I,
+)
+
+
+def copied_format(text: str, tools: Sequence[ToolSpec]) -> str:
+    """What format of aforo's `text` is made of ("" when it has words of its own): each of its lines
+    has the shape of one of them."""
+    # A list's markers are the model's; a numbered line's tab is the format's own.
+    lines = [re.sub(r"^[\s*•>-]+", "", line).rstrip(" \r") for line in text.splitlines()]
+    lines = [line for line in lines if line.strip() and not line.startswith("```")]
+    if not lines:
+        return ""
+    kinds = [_kind(line, tools) for line in lines]
+    if not all(kinds):
+        return ""
+    return " and ".join(dict.fromkeys(kinds))
+
+
+def _kind(line: str, tools: Sequence[ToolSpec]) -> str:
+    if _PLACE.fullmatch(line) or _NUMBERED.fullmatch(line):
+        return "a list of places"
+    if _READ_HEADING.fullmatch(line):
+        return "a Read result's heading"
+    if _HEADINGS.match(line):
+        return "the heading of what aforo found"
+    names = "|".join(re.escape(t.name) for t in tools)
+    if names and re.fullmatch(rf"(?:(?:{names})\s+[^\s,]+(?:\s*,\s*|\s+and\s+|\s*\.?$))+", line):
+        return "the names of tool calls"
+    keys = "|".join(re.escape(k) for k in ("answer", *(t.name.lower() for t in tools)))
+    if re.match(rf'\{{?\s*"(?:{keys})"\s*:', line):
+        return "the reply format's keys"
+    return ""
