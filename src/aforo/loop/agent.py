@@ -97,8 +97,7 @@ class Agent:
         deadline = self.clock() + self.time_budget
         asked = prompt if question is None else question
         run = RunState(question=asked, compacted=compacted(self.messages), deadline=deadline)
-        run.answer_only = answer_first
-        self.system = open_run(
+        opened = open_run(
             self.governor.conversation,
             self.system,
             self.guide,
@@ -107,6 +106,8 @@ class Agent:
             question=asked,
             attached=attached,
         )
+        self.system = opened.system
+        run.answer_only = answer_first or opened.answer_only
         try:
             with cancel_on_sigint(cancel):
                 for turn in range(1, self.max_turns + 1):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 
 from aforo.context.conversation import Conversation
 from aforo.events import EventSink
@@ -14,6 +15,12 @@ from aforo.navigate.guide import Guided
 Guide = Callable[[str, tuple[SystemPart, ...], Collection[str], bool], Guided]
 
 
+@dataclass(frozen=True)
+class Opened:
+    system: tuple[SystemPart, ...]  # the system prompt to send from now on (the guide's map in it)
+    answer_only: bool = False  # the guide found what the answer is made of: the first call answers
+
+
 def open_run(
     conversation: Conversation,
     system: tuple[SystemPart, ...],
@@ -23,15 +30,17 @@ def open_run(
     prompt: str,
     question: str,
     attached: Sequence[Message],
-) -> tuple[SystemPart, ...]:
+) -> Opened:
     """Append the prompt, the `attached` messages and what the guide found (its call and result) to the
-    conversation; return the system prompt to send from now on (the guide's map in it)."""
+    conversation; return the system prompt to send from now on, and whether the first call answers
+    (an overview from the project's own words, an empty workspace: one bounded pass, no wandering)."""
+    answer_only = False
     if guide is not None:
         taken = {u.id for m in (*conversation.messages, *attached) for u in m.tool_uses}
         guided = guide(question, system, taken, not conversation.messages)
-        system, attached = guided.system, (*attached, *guided.messages)
+        system, attached, answer_only = guided.system, (*attached, *guided.messages), guided.answer_only
         for event in guided.events:
             emit(event)
     for message in (Message.user(prompt), *attached):
         conversation.append(message)
-    return system
+    return Opened(system, answer_only)
