@@ -167,8 +167,11 @@ def overview_workspace(root: Path) -> Path:
     (root / "README.md").write_text(
         "[![build](https://ci.example/badge.svg)](https://ci.example)\n\n# wordy\n\n"
         "Wordy counts how often each word appears in a text, and ranks them.\n\n"
-        "## Install\n\npip install wordy\n"
+        "```python\nimport wordy\n\nwordy.top(text)\n```\n\n>>> wordy.top('a a b', 1)\n['a']\n\n"
+        "Usage\n=====\n\n    wordy FILE\n"
     )
+    (root / "tests").mkdir()
+    (root / "tests" / "__init__.py").write_text('"""The tests."""\n')
     (root / "pyproject.toml").write_text('[project]\nname = "wordy"\ndescription = "Word frequencies"\n')
     (root / "wordy" / "__init__.py").write_text('"""Count words in texts."""\n\nfrom .count import top\n')
     (root / "wordy" / "count.py").write_text(
@@ -183,7 +186,12 @@ def test_an_overview_starts_from_what_the_project_says_about_itself(tmp_path: Pa
     )
     content = guided.messages[1].tool_results[0].content
     assert "README.md: # wordy Wordy counts how often each word appears in a text" in content
-    assert "badge.svg" not in content
+    # Its prose, not its badges, code, sessions, indented blocks or heading rules.
+    assert "Wordy counts how often each word appears in a text, and ranks them. Usage\n" in content
+    assert not any(
+        code in content for code in ("badge.svg", "import wordy", "wordy.top", "['a']", "FILE", "===")
+    )
+    assert "The tests." not in content  # the package's docstring, not its tests'
     assert 'pyproject.toml: the description of wordy: "Word frequencies"' in content
     assert "wordy/__init__.py: the package's docstring: Count words in texts." in content
     assert guided.answer_only

@@ -26,10 +26,15 @@ from aforo.tools.names import show
 from aforo.tools.syntax import CLASS, FUNCTION
 
 README_CHARS = 1200  # the opening of a README: what it is, before installation and examples
-EXPORTS_SHOWN = 12
+SAYS_ENOUGH = 400  # with this much from the README, metadata and docstring, the exports are not needed
+EXPORTS_SHOWN = 10
+# Folders whose `__init__.py` is not the package's: its tests, docs and examples.
+_NOT_THE_PACKAGE = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?)/", re.IGNORECASE)
 _README = re.compile(r"README(\.(md|rst|txt|markdown))?", re.IGNORECASE)
 # Lines of a README that say nothing of what the project does: badges, images, HTML, link targets.
-_NOISE = re.compile(r"^\s*(\[!\[|!\[|<|\.\. (image|figure|\|)|\[[^\]]+\]:\s|:target:|:alt:|\|)")
+_NOISE = re.compile(
+    r"^\s*(\[!\[|!\[|<|\.\. (image|figure|\|)|\[[^\]]+\]:\s|:target:|:alt:|\||(?P<rule>[=~^*#+-])(?P=rule){2,}\s*$)"
+)  # the last: a reStructuredText heading's underline
 
 
 def about(workspace: Path, index: SymbolIndex, max_chars: int) -> tuple[list[str], str] | None:
@@ -42,7 +47,7 @@ def about(workspace: Path, index: SymbolIndex, max_chars: int) -> tuple[list[str
     parts += [
         (path, f"the package's docstring: {doc}") for path in inits if (doc := _docstring(workspace, path))
     ]
-    if sum(len(text) for _, text in parts) < README_CHARS:
+    if sum(len(text) for _, text in parts) < SAYS_ENOUGH:
         parts += _exports(workspace, index, inits)
     if not parts:
         return None
@@ -78,8 +83,21 @@ def _readme(workspace: Path) -> Iterator[tuple[str, str]]:
     for name in names[:1]:
         text = _read(workspace, name)
         if text:
-            kept = [line for line in text.splitlines() if line.strip() and not _NOISE.match(line)]
-            yield name, " ".join(" ".join(kept).split())[:README_CHARS]
+            yield name, " ".join(" ".join(_prose(text)).split())[:README_CHARS]
+
+
+def _prose(text: str) -> Iterator[str]:
+    """The lines of prose: no badge, image, HTML, heading rule or code (fenced, indented, or a `>>>`
+    session and its output, which runs to the next blank line)."""
+    fenced = session = False
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            fenced = not fenced
+            continue
+        session = bool(stripped) and (session or stripped.startswith(">>>"))
+        if stripped and not (fenced or session or _NOISE.match(line) or line.startswith(("    ", "\t"))):
+            yield line
 
 
 def _metadata(workspace: Path) -> Iterator[tuple[str, str]]:
@@ -149,8 +167,13 @@ def _described(name: object, description: object) -> str:
 
 
 def _package_inits(index: SymbolIndex) -> list[str]:
-    """The `__init__.py` files nearest the workspace's root (the package it is, or holds)."""
-    inits = [path for path in index.files if path.rsplit("/", 1)[-1] == "__init__.py"]
+    """The `__init__.py` files nearest the workspace's root (the package it is, or holds), not those of
+    its tests, docs or examples."""
+    inits = [
+        path
+        for path in index.files
+        if path.rsplit("/", 1)[-1] == "__init__.py" and not _NOT_THE_PACKAGE.search(path)
+    ]
     if not inits:
         return []
     top = min(path.count("/") for path in inits)
@@ -163,7 +186,7 @@ def _docstring(workspace: Path, path: str) -> str:
         doc = ast.get_docstring(ast.parse(text)) if text else None
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return ""
-    return " ".join(doc.split())[:README_CHARS] if doc else ""
+    return " ".join(" ".join(_prose(doc)).split())[:README_CHARS] if doc else ""
 
 
 def _exports(workspace: Path, index: SymbolIndex, inits: list[str]) -> list[tuple[str, str]]:
@@ -171,7 +194,8 @@ def _exports(workspace: Path, index: SymbolIndex, inits: list[str]) -> list[tupl
     package offers), where it is defined."""
     names = [name for path in inits for name in _imported_names(workspace, path)]
     found = []
-    for name in dict.fromkeys(names):
+    # The most used first: itsdangerous's `Signer` and `Serializer` before its base64 helpers.
+    for name in sorted(dict.fromkeys(names), key=lambda name: -index.references[name]):
         sites = [s for s in index.definitions.get(name, ()) if s.kind in (CLASS, FUNCTION) and not s.parent]
         if sites and (line := _first_line(workspace, sites[0].path, sites[0].name)):
             found.append((sites[0].path, f"{sites[0].kind} {name}: {line}"))
@@ -205,5 +229,10 @@ def _first_line(workspace: Path, path: str, name: str) -> str:
     for node in module.body if module else ():
         if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.name == name:
             doc = ast.get_docstring(node)
-            return " ".join(doc.split("\n\n", 1)[0].split()) if doc else ""
+            return _first_sentence(" ".join(doc.split("\n\n", 1)[0].split())) if doc else ""
     return ""
+
+
+def _first_sentence(text: str) -> str:
+    end = re.search(r"[.!?](\s|$)", text)
+    return text[: end.end()].strip() if end else text
