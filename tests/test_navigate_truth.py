@@ -251,7 +251,7 @@ def test_an_empty_workspace_is_said_before_the_model_is_asked(tmp_path: Path) ->
     told = [r.content for m in request.messages for r in m.tool_results]
     assert told == [
         "The workspace empty is empty: it has no files; aforo looked before asking you. There is no file "
-        "to read or cite: say so, and answer without naming any file."
+        "to read or cite: answer without naming any."
     ]
     assert request.answer_only
 

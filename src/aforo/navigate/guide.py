@@ -139,6 +139,6 @@ def _empty(workspace: Path, index: SymbolIndex) -> tuple[str, str] | None:
         )
     told = (
         f"The workspace {name} {state}; aforo looked before asking you. There is no file to read or "
-        "cite: say so, and answer without naming any file."
+        "cite: answer without naming any."
     )
     return f"the workspace {name} {state}: the model is told so", told
