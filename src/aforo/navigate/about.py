@@ -33,8 +33,9 @@ _NOT_THE_PACKAGE = re.compile(r"(^|/)(tests?|testing|docs?|examples?|benchmarks?
 _README = re.compile(r"README(\.(md|rst|txt|markdown))?", re.IGNORECASE)
 # Lines of a README that say nothing of what the project does: badges, images, HTML, link targets.
 _NOISE = re.compile(
-    r"^\s*(\[!\[|!\[|<|\.\. (image|figure|\|)|\[[^\]]+\]:\s|:target:|:alt:|\||(?P<rule>[=~^*#+-])(?P=rule){2,}\s*$)"
-)  # the last: a reStructuredText heading's underline
+    r"^\s*(\[!\[|!\[|<|\.\. (image|figure|\|)|\[[^\]]+\]:\s|:target:|:alt:|\|"
+    r"|(?P<rule>[=~^*#+-])(?P=rule){2,}\s*$)"  # the last: a reStructuredText heading's underline
+)
 
 
 def about(workspace: Path, index: SymbolIndex, max_chars: int) -> tuple[list[str], str] | None:
