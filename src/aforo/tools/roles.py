@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
-from aforo.tools.syntax import is_python, tree
+from aforo.tools.syntax import is_python, nodes, tree
 
 DEFINES, IMPORTS, CALLS, ASSIGNS, DECLARES, USES = (
     "defines",
@@ -180,7 +180,7 @@ def _tree_sitter(data: bytes, path: str, word: str) -> Roles | None:
     found: Roles = {}
     name = word.encode()
     pattern = re.compile(rb"\b" + re.escape(name) + rb"\b")
-    for node in _nodes(root):
+    for node in nodes(root):
         kind = node.type
         if node.child_count == 0 and "identifier" in kind and node.text == name:
             _put(found, node.start_point[0] + 1, _ts_role(node))
@@ -191,19 +191,6 @@ def _tree_sitter(data: bytes, path: str, word: str) -> Roles | None:
                 if pattern.search(text):
                     _put(found, first + offset + 1, role)
     return found
-
-
-def _nodes(root: Any) -> Iterator[Any]:
-    cursor = root.walk()
-    while True:
-        yield cursor.node
-        if cursor.goto_first_child() or cursor.goto_next_sibling():
-            continue
-        while cursor.goto_parent():
-            if cursor.goto_next_sibling():
-                break
-        else:
-            return
 
 
 def _ts_role(node: Any) -> str:

@@ -343,11 +343,16 @@ def _name(node: Any) -> str:
 
 
 def _leaf_names(root: Any) -> Iterator[str]:
-    cursor = root.walk()
-    while True:
-        node = cursor.node
+    for node in nodes(root):
         if node.child_count == 0 and node.type.endswith("identifier") and node.text:
             yield node.text.decode("utf-8", "replace")
+
+
+def nodes(root: Any) -> Iterator[Any]:
+    """Every node of a tree-sitter tree, in document order (a cursor: no recursion, however deep)."""
+    cursor = root.walk()
+    while True:
+        yield cursor.node
         if cursor.goto_first_child() or cursor.goto_next_sibling():
             continue
         while cursor.goto_parent():
