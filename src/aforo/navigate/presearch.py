@@ -40,8 +40,9 @@ from aforo.tools.roles import (
     IMPORTS,
     TEXT,
     TYPED,
+    FileRoles,
+    file_roles,
     is_declaration_file,
-    roles,
 )
 from aforo.tools.symbols import mentions
 from aforo.tools.syntax import CLASS, FUNCTION, Site
@@ -265,7 +266,7 @@ class _Files:
         self.workspace = workspace
         self._read: dict[str, bytes] = {}
         self._lines: dict[str, list[str]] = {}
-        self._roles: dict[tuple[str, str], dict[int, str] | None] = {}
+        self._roles: dict[str, FileRoles | None] = {}
 
     def data(self, path: str) -> bytes:
         if path not in self._read:
@@ -279,10 +280,10 @@ class _Files:
 
     def role(self, path: str, term: str, line: int) -> str:
         """What line `line` of `path` does with `term`, from its syntax tree; PROSE when it has none."""
-        if (path, term) not in self._roles:
-            self._roles[path, term] = roles(self.data(path), path, term)
-        found = self._roles[path, term]
-        return PROSE if found is None else found.get(line, PROSE)
+        if path not in self._roles:
+            self._roles[path] = file_roles(self.data(path), path)
+        found = self._roles[path]
+        return PROSE if found is None else found.of(term).get(line, PROSE)
 
 
 def _read(real: Path) -> bytes:

@@ -44,13 +44,45 @@ def is_declaration_file(path: str) -> bool:
     return path.lower().endswith(_DECLARATION_FILES)
 
 
-def roles(data: bytes, path: str, word: str) -> Roles | None:
-    """What each line of the file at `path` that names `word` does with it; None when the file has no
-    syntax tree here (not code, its grammar missing, or it does not parse)."""
-    found = _python(data, word) if is_python(path) else _tree_sitter(data, path, word)
-    if found is None or not is_declaration_file(path):
+class FileRoles:
+    """One file read once (its syntax tree walked once), then asked about any number of words."""
+
+    def __init__(self, code: dict[str, Roles], texts: list[tuple[int, str, bytes]], typed: bool) -> None:
+        self._code = code  # name -> its lines in code
+        self._texts = texts  # (first line, DOCSTRING/COMMENT/STRING/IMPORTS/USES, text) to search for words
+        self._typed = typed
+        self._asked: dict[str, Roles] = {}
+
+    def of(self, word: str) -> Roles:
+        """What each line that names `word` does with it."""
+        if word not in self._asked:
+            self._asked[word] = self._of(word)
+        return self._asked[word]
+
+    def _of(self, word: str) -> Roles:
+        found = dict(self._code.get(word, {}))
+        pattern = re.compile(rb"\b" + re.escape(word.encode()) + rb"\b")
+        for first, role, text in self._texts:
+            if pattern.search(text):
+                for offset, line in enumerate(text.split(b"\n")):
+                    if pattern.search(line):
+                        _put(found, first + offset, _text_role(line, role, pattern))
+        if self._typed:
+            return {line: role if role in TEXT else TYPED for line, role in found.items()}
         return found
-    return {line: role if role in TEXT else TYPED for line, role in found.items()}
+
+
+def file_roles(data: bytes, path: str) -> FileRoles | None:
+    """The roles of every name of the file at `path`; None when it has no syntax tree here (not code,
+    its grammar missing, or it does not parse)."""
+    found = _python(data) if is_python(path) else _tree_sitter(data, path)
+    return None if found is None else FileRoles(*found, typed=is_declaration_file(path))
+
+
+def roles(data: bytes, path: str, word: str) -> Roles | None:
+    """What each line of the file at `path` that names `word` does with it (`file_roles(...).of`)."""
+    found = file_roles(data, path)
+    return None if found is None else found.of(word)
 
 
 def _put(found: Roles, line: int, role: str) -> None:
@@ -58,54 +90,70 @@ def _put(found: Roles, line: int, role: str) -> None:
         found[line] = role
 
 
+def _text_role(line: bytes, role: str, pattern: re.Pattern[bytes]) -> str:
+    """A Python line outside any docstring or string (`_CODE`) is a comment after `#`, else code that
+    `ast` named otherwise (a use); other roles are what their node is."""
+    if role != _CODE:
+        return role
+    m = pattern.search(line)
+    return COMMENT if m is not None and b"#" in line[: m.start()] else USES
+
+
+_CODE = "code"  # a Python line that no docstring or string holds: a comment, or code `ast` did not name
+
+
 # --- Python -----------------------------------------------------------------------------------------
 
 
-def _python(data: bytes, word: str) -> Roles | None:
+def _python(data: bytes) -> tuple[dict[str, Roles], list[tuple[int, str, bytes]]] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an invalid escape in the user's file is not ours to report
             module = ast.parse(data)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    found: Roles = {}
-    called = {id(n.func) for n in ast.walk(module) if isinstance(n, ast.Call)}
-    declared = {id(n.target) for n in ast.walk(module) if isinstance(n, ast.AnnAssign) and n.value is None}
-    docstrings: list[tuple[int, int]] = []
-    strings: list[tuple[int, int]] = []
-    for node in ast.walk(module):
-        for line, role in _python_node(node, word, called, declared):
-            _put(found, line, role)
+    code: dict[str, Roles] = {}
+    every = list(ast.walk(module))
+    called = {id(n.func) for n in every if isinstance(n, ast.Call)}
+    declared = {id(n.target) for n in every if isinstance(n, ast.AnnAssign) and n.value is None}
+    spans: dict[int, str] = {}  # line -> DOCSTRING / STRING
+    for node in every:
+        for name, line, role in _python_node(node, called, declared):
+            _put(code.setdefault(name, {}), line, role)
         if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             if (doc := _docstring(node)) is not None:
-                docstrings.append(doc)
+                spans.update(dict.fromkeys(range(doc[0], doc[1] + 1), DOCSTRING))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            strings.append((node.lineno, node.end_lineno or node.lineno))
-    _text_lines(found, data, word, docstrings, strings)
-    return found
+            for line in range(node.lineno, (node.end_lineno or node.lineno) + 1):
+                spans.setdefault(line, STRING)
+    # Every line goes to the word search: what the tree named wins (`_put`), the rest is text.
+    texts = [(n, spans.get(n, _CODE), text) for n, text in enumerate(data.split(b"\n"), 1)]
+    return code, texts
 
 
-def _python_node(node: ast.AST, word: str, called: set[int], declared: set[int]) -> Iterator[tuple[int, str]]:
+def _python_node(node: ast.AST, called: set[int], declared: set[int]) -> Iterator[tuple[str, int, str]]:
     if isinstance(node, ast.Name | ast.Attribute):
-        if (node.id if isinstance(node, ast.Name) else node.attr) != word:
-            return
+        name = node.id if isinstance(node, ast.Name) else node.attr
         line = node.end_lineno or node.lineno  # an attribute's name ends it: `self.\n  derive_key`
         if id(node) in called:
-            yield line, CALLS
+            yield name, line, CALLS
         elif id(node) in declared:
-            yield line, DECLARES
+            yield name, line, DECLARES
         else:
-            yield line, ASSIGNS if isinstance(node.ctx, ast.Store) else USES
-    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == word:
-        yield node.lineno, DEFINES
-    elif (isinstance(node, ast.alias) and (word in node.name.split(".") or node.asname == word)) or (
-        isinstance(node, ast.ImportFrom) and word in (node.module or "").split(".")
-    ):
-        yield node.lineno, IMPORTS
-    elif (isinstance(node, ast.keyword | ast.arg) and node.arg == word) or (
-        isinstance(node, ast.Global | ast.Nonlocal) and word in node.names
-    ):
-        yield node.lineno, USES
+            yield name, line, ASSIGNS if isinstance(node.ctx, ast.Store) else USES
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        yield node.name, node.lineno, DEFINES
+    elif isinstance(node, ast.alias):
+        for name in {*node.name.split("."), node.asname or ""} - {""}:
+            yield name, node.lineno, IMPORTS
+    elif isinstance(node, ast.ImportFrom):
+        for name in (node.module or "").split("."):
+            yield name, node.lineno, IMPORTS
+    elif isinstance(node, ast.keyword | ast.arg) and node.arg:
+        yield node.arg, node.lineno, USES
+    elif isinstance(node, ast.Global | ast.Nonlocal):
+        for name in node.names:
+            yield name, node.lineno, USES
 
 
 def _docstring(
@@ -119,25 +167,6 @@ def _docstring(
     ):
         return first.lineno, first.end_lineno or first.lineno
     return None
-
-
-def _text_lines(
-    found: Roles, data: bytes, word: str, docstrings: list[tuple[int, int]], strings: list[tuple[int, int]]
-) -> None:
-    """The lines that name `word` with no code doing anything with it: in a docstring, a string, or
-    (what `ast` drops) a comment; anything else is code `ast` names otherwise (a use)."""
-    pattern = re.compile(rb"\b" + re.escape(word.encode()) + rb"\b")
-    for number, text in enumerate(data.splitlines(), 1):
-        if number in found or not (m := pattern.search(text)):
-            continue
-        if any(a <= number <= b for a, b in docstrings):
-            found[number] = DOCSTRING
-        elif any(a <= number <= b for a, b in strings):
-            found[number] = STRING
-        elif b"#" in text[: m.start()]:
-            found[number] = COMMENT
-        else:
-            found[number] = USES
 
 
 # --- tree-sitter ------------------------------------------------------------------------------------
@@ -173,24 +202,21 @@ _STRINGS = frozenset(
 _IMPORT_DEPTH = 6  # `import {a as b} from "x"`: the identifier is a few nodes under the statement
 
 
-def _tree_sitter(data: bytes, path: str, word: str) -> Roles | None:
+def _tree_sitter(data: bytes, path: str) -> tuple[dict[str, Roles], list[tuple[int, str, bytes]]] | None:
     root = tree(data, path)
     if root is None:
         return None
-    found: Roles = {}
-    name = word.encode()
-    pattern = re.compile(rb"\b" + re.escape(name) + rb"\b")
+    code: dict[str, Roles] = {}
+    texts: list[tuple[int, str, bytes]] = []
     for node in nodes(root):
         kind = node.type
-        if node.child_count == 0 and "identifier" in kind and node.text == name:
-            _put(found, node.start_point[0] + 1, _ts_role(node))
-        elif ("comment" in kind or kind in _STRINGS) and pattern.search(node.text or b""):
+        if node.child_count == 0 and "identifier" in kind and node.text:
+            name = node.text.decode("utf-8", "replace")
+            _put(code.setdefault(name, {}), node.start_point[0] + 1, _ts_role(node))
+        elif "comment" in kind or kind in _STRINGS:
             role = COMMENT if "comment" in kind else IMPORTS if _imported(node) else STRING
-            first = node.start_point[0]
-            for offset, text in enumerate((node.text or b"").splitlines()):
-                if pattern.search(text):
-                    _put(found, first + offset + 1, role)
-    return found
+            texts.append((node.start_point[0] + 1, role, node.text or b""))
+    return code, texts
 
 
 def _ts_role(node: Any) -> str:
