@@ -205,18 +205,12 @@ def _load(cache: Path) -> dict[str, Entry]:
         return {}
 
 
-_SITE_FIELDS = ("name", "kind", "line", "start", "end", "signature", "depth")
-_SITE_TYPES = (str, str, int, int, int, str, int)
-
-
 def _entry(path: str, row: list[Any]) -> Entry:
     mtime_ns, size, definitions, names = row
-    for fields in definitions:
-        if len(fields) != len(_SITE_TYPES) or any(
-            type(v) is not t for v, t in zip(fields, _SITE_TYPES, strict=True)
-        ):
-            raise TypeError("a definition of another shape")
-    found = tuple(Site(path=path, **dict(zip(_SITE_FIELDS, fields, strict=True))) for fields in definitions)
+    found = tuple(Site(path, *fields) for fields in definitions)
+    # The fields the map and the pre-search compute with; a cache of another shape is rebuilt.
+    if not all(type(d.line) is int and type(d.end) is int and type(d.name) is str for d in found):
+        raise TypeError("a definition of another shape")
     return Entry(mtime_ns, size, FileSymbols(found, tuple(names)))
 
 
@@ -227,5 +221,4 @@ def _save(cache: Path, files: dict[str, Entry]) -> None:
 
 
 def _row(e: Entry) -> list[Any]:
-    definitions = [[getattr(site, field) for field in _SITE_FIELDS] for site in e.symbols.definitions]
-    return [e.mtime_ns, e.size, definitions, e.symbols.names]
+    return [e.mtime_ns, e.size, [site[1:] for site in e.symbols.definitions], e.symbols.names]

@@ -24,11 +24,11 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 _SIGNATURE_CHARS = 160
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Site:
+class Site(NamedTuple):
     """One definition, the one type the tools, the symbol index, the map and the pre-search share (as
     aider's one `Tag`): `name` is qualified within its file (`Group.command`), `line` its `def`/`class`
-    line (decorators start at `start`), `end` its last line. Slots: an index holds tens of thousands."""
+    line (decorators start at `start`), `end` its last line. A tuple, not a dataclass: an index holds
+    tens of thousands, made again from its cache at each start (a frozen dataclass took twice as long)."""
 
     path: str
     name: str
