@@ -240,20 +240,22 @@ def test_a_package_json_description_is_read(tmp_path: Path) -> None:
 def test_an_empty_workspace_is_said_before_the_model_is_asked(tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
-    provider = FakeProvider([FakeTurn("The workspace is empty.")])
+    provider = FakeProvider([FakeTurn("The workspace is empty."), FakeTurn("Still empty.")])
     agent, rec, _ = make_agent(empty, provider)
     agent.guide = Navigator(empty, 4096, presearch=False, cache=False).guide  # said even with --no-search
     agent.run("What does main.py do?")
     (warned,) = [e for e in rec.events if isinstance(e, Warning)]
     assert warned.message == "the workspace empty is empty: it has no files: the model is told so"
     assert rec.events.index(warned) < rec.events.index(rec.of("turn_end")[0])
-    (request,) = provider.requests
-    told = [r.content for m in request.messages for r in m.tool_results]
-    assert told == [
-        "The workspace empty is empty: it has no files; aforo looked before asking you. There is no file "
-        "to read or cite: answer without naming any."
-    ]
-    assert request.answer_only
+    told = (
+        "The workspace empty is empty: it has no files: there is no file to read or cite; "
+        "answer without naming any."
+    )
+    assert [p.text for p in provider.requests[0].system if p.name == "empty workspace"] == [told]
+    # Once it has a file, the line goes: it is said only while it is true.
+    (empty / "main.py").write_text("x = 1\n")
+    agent.run("And now?")
+    assert all(p.name != "empty workspace" for p in provider.requests[1].system)
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a folder whatever its mode")

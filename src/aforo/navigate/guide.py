@@ -9,8 +9,8 @@ does not need a larger map to be found. The agent calls `guide` as a run begins,
 sends what it gets.
 
 A workspace with no file (or one that cannot be read) is said before the model is asked, to the user (a
-warning) and to the model (the listing's result, and no tool offered): asked about an empty folder, the
-1.5B model called Read on paths that failed and then named two files that do not exist.
+warning) and to the model (a line of the system prompt, while it is so): asked about an empty folder,
+the 1.5B model called Read on paths that failed and then named two files that do not exist.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ FIXED_SHARE = 0.09
 MAP_MAX_TOKENS = 2048
 SEARCH_SHARE = 0.08
 SEARCH_MAX_TOKENS = 1536
+EMPTY_PART = "empty workspace"  # the system prompt's line that says so, while it is so
 
 
 @dataclass(frozen=True)
@@ -83,13 +84,12 @@ class Navigator:
         and the system prompt, its map ranked for `question` when the conversation is `fresh`: later,
         the server's cache of the conversation (which the system prompt starts) is worth more than a
         reordered map, and the pre-search has the question's places anyway."""
-        parts = tuple(system)
+        parts = tuple(p for p in system if p.name != EMPTY_PART)  # files may have come since
         index = self.index(refresh=True)  # files may have changed since the last question
         empty = _empty(self.workspace, index)
         if empty is not None:
             said, told = empty
-            found = Presearch((), told, "Glob", {"pattern": "**"}, answer_only=True)
-            return _guided(parts, found, taken_ids, time.monotonic(), Warning(message=said))
+            return Guided((*parts, SystemPart(told, EMPTY_PART)), events=(Warning(message=said),))
         if fresh and any(p.name == MAP_PART for p in parts) and (mapped := self._render(question)):
             parts = tuple(replace(p, text=mapped) if p.name == MAP_PART else p for p in parts)
         if not self.presearch:
@@ -137,8 +137,5 @@ def _empty(workspace: Path, index: SymbolIndex) -> tuple[str, str] | None:
             if anything
             else "is empty: it has no files"
         )
-    told = (
-        f"The workspace {name} {state}; aforo looked before asking you. There is no file to read or "
-        "cite: answer without naming any."
-    )
+    told = f"The workspace {name} {state}: there is no file to read or cite; answer without naming any."
     return f"the workspace {name} {state}: the model is told so", told
