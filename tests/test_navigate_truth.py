@@ -162,6 +162,14 @@ def test_where_defined_in_python(tmp_path: Path) -> None:
     assert content.startswith("`derive` is defined in pkg/keys.py at line 4"), content
 
 
+def test_the_index_says_where_a_name_is_defined_for_a_check_of_an_answer(tmp_path: Path) -> None:
+    index = Navigator(js_package(tmp_path), 8192, cache=False).index()
+    # Code only: a .d.ts declares (the pre-search says so from its lines), it defines nothing.
+    assert [(s.path, s.line) for s in index.defined("createCommand")] == [("lib/command.js", 6)]
+    assert [(s.path, s.line) for s in index.defined("Command.createCommand")] == [("lib/command.js", 6)]
+    assert index.defined("nowhere") == [] and index.defined("Other.createCommand") == []
+
+
 def overview_workspace(root: Path) -> Path:
     (root / "wordy").mkdir(parents=True)
     (root / "README.md").write_text(

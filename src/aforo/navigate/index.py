@@ -79,6 +79,13 @@ class SymbolIndex:
                 where.setdefault(site.short, []).append(site)
         return where
 
+    def defined(self, name: str) -> list[Site]:
+        """Where `name` is defined: a short name (`derive_key`, any class's), or qualified
+        (`Signer.derive_key`); none when the index holds no definition of it. What an answer's "X is
+        defined in Y" is checked against."""
+        short = name.rsplit(".", 1)[-1]
+        return [s for s in self.definitions.get(short, ()) if "." not in name or s.name == name]
+
     @cached_property
     def folded(self) -> dict[str, list[Site]]:
         """`definitions` by the lower-case name: "the governor" asks about `Governor`."""
