@@ -40,7 +40,7 @@ from aforo.store.paths import state_dir
 from aforo.tools.ripgrep import list_files
 from aforo.tools.syntax import CONSTANT, FUNCTION, SOURCE_SUFFIXES, Site, parse, suffix
 
-CACHE_VERSION = 2  # 2: whole `Site`s (lines, signature), where 1 kept a name, kind, line and class
+CACHE_VERSION = 2  # 2: `Site`s (their lines, no signature), where 1 kept a name, kind, line and class
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -159,17 +159,18 @@ def symbols(path: str, data: bytes) -> FileSymbols:
 def _mapped(sites: Iterable[Site], python: bool) -> Iterator[Site]:
     """The sites the map shows: the top level and the methods of its classes. Python's constants are
     those by convention (a module's `logger = ...` or `app = ...` would crowd the map); other languages
-    declare theirs (const, static, #define)."""
+    declare theirs (const, static, #define). Without their signature: it is the file's text (`TOKEN =
+    "ghp_…"`), which the index's cache must not carry to disk, and nothing the index serves shows it."""
     for site in sites:
+        mapped = site.depth == 1 and site.kind == FUNCTION
         if site.depth == 0:
-            if (
+            mapped = (
                 site.kind != CONSTANT
                 or not python
                 or (site.name.isupper() and not site.name.startswith("__"))
-            ):
-                yield site
-        elif site.depth == 1 and site.kind == FUNCTION:
-            yield site
+            )
+        if mapped:
+            yield site._replace(signature="")
 
 
 def _first_names(names: Iterator[str]) -> tuple[str, ...]:
@@ -214,7 +215,10 @@ def _load(cache: Path) -> dict[str, Entry]:
 
 def _entry(path: str, row: list[Any]) -> Entry:
     mtime_ns, size, definitions, names = row
-    found = tuple(Site(path, *fields) for fields in definitions)
+    found = tuple(
+        Site(path, name, kind, line, start, end, "", depth)
+        for name, kind, line, start, end, depth in definitions
+    )
     # The fields the map and the pre-search compute with; a cache of another shape is rebuilt.
     if not all(type(d.line) is int and type(d.end) is int and type(d.name) is str for d in found):
         raise TypeError("a definition of another shape")
@@ -228,4 +232,5 @@ def _save(cache: Path, files: dict[str, Entry]) -> None:
 
 
 def _row(e: Entry) -> list[Any]:
-    return [e.mtime_ns, e.size, [site[1:] for site in e.symbols.definitions], e.symbols.names]
+    sites = [[s.name, s.kind, s.line, s.start, s.end, s.depth] for s in e.symbols.definitions]
+    return [e.mtime_ns, e.size, sites, e.symbols.names]
