@@ -87,7 +87,6 @@ class Region:
 
 @dataclass(frozen=True)
 class Presearch:
-    terms: tuple[str, ...]
     text: str  # the block the model gets
     tool: str  # the call that stands for the search: Grep of the names found, else Glob of the files
     input: dict[str, str]
@@ -135,7 +134,7 @@ def search(
     said = facts(kind, [_place(index, r) for r in regions], named)
     if not found:
         text = "\n".join(said) if said else f"The files the question names: {counted(named)}."
-        return Presearch((), text, "Glob", {"pattern": "{" + ",".join(path for path, _ in named) + "}"})
+        return Presearch(text, "Glob", {"pattern": "{" + ",".join(path for path, _ in named) + "}"})
     heading = (
         f"Before asking you, aforo looked in the workspace for {', '.join(f'`{t}`' for t in found)} "
         "(definitions from its symbol index, uses from ripgrep); the best matches, `path:line` then the "
@@ -147,7 +146,7 @@ def search(
     if shown is None:
         return None
     pattern = r"\b(" + "|".join(re.escape(t) for t in found) + r")\b"
-    return Presearch(tuple(found), shown, "Grep", {"pattern": pattern})
+    return Presearch(shown, "Grep", {"pattern": pattern})
 
 
 def _overview(workspace: Path, index: SymbolIndex, max_chars: int) -> Presearch | None:
@@ -160,9 +159,7 @@ def _overview(workspace: Path, index: SymbolIndex, max_chars: int) -> Presearch 
     if read is None:
         return None
     paths, text = read
-    return Presearch(
-        (), f"{heading}\n{text}", "Glob", {"pattern": "{" + ",".join(paths) + "}"}, answer_only=True
-    )
+    return Presearch(f"{heading}\n{text}", "Glob", {"pattern": "{" + ",".join(paths) + "}"}, answer_only=True)
 
 
 def _place(index: SymbolIndex, region: Region) -> Place:
