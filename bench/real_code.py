@@ -4,7 +4,8 @@ Questions a new user asks about real third-party code, none of it aforo's own or
 click 8.1.7, itsdangerous 2.2.0 and python-dotenv 1.0.1, fetched by the bench itself as the sdists
 pinned below (`pip download --no-deps --no-binary :all:`), refused unless their sha256 matches, unpacked
 to a temporary directory. The workspace is the package's own directory (`src/click`, 17 files), as when
-a user runs aforo in it.
+a user runs aforo in it. Held out for issue 41: requests 2.32.3 at its sdist's root (its README says what
+it does) and the JavaScript package debug 4.3.7 (`npm pack`, hash-checked the same way).
 
 Each question is asked the way a user does: the `aforo` command, one process per question, at its
 defaults, against the engine's llama-server at the window `aforo --local` gives it, from an empty prompt
@@ -62,8 +63,9 @@ TIMEOUT_S = 180.0
 @dataclass(frozen=True)
 class Package:
     requirement: str
-    sha256: str  # of the sdist the package index serves
-    directory: str  # the package inside the unpacked sdist: the workspace
+    sha256: str  # of the sdist (npm: the tarball) the package index serves
+    directory: str  # the package inside the unpacked sdist: the workspace ("": all of it)
+    npm: bool = False  # from the npm registry (`npm pack`), not PyPI
 
 
 PACKAGES = {
@@ -85,6 +87,14 @@ PACKAGES = {
         "packaging==24.1",
         "026ed72c8ed3fcce5bf8950572258698927fd1dbda10a5e981cdf0ac37f4f002",
         "src/packaging",
+    ),
+    # Held out (issue 41): a project whose front page (README.md) says what it does, asked at its root as
+    # a user who cloned it would; and a JavaScript one.
+    "requests": Package(
+        "requests==2.32.3", "55365417734eb18255590a9ff9eb97e9e1da868d4ccd6402399eaf68af20a760", ""
+    ),
+    "debug": Package(
+        "debug@4.3.7", "c803a8ca9b835b7a75f7150ee52f7f640675515bafbe8f5da78fcc0ae12914ac", "", npm=True
     ),
 }
 
@@ -419,6 +429,64 @@ QUESTIONS = (
         source='utils.py:45-50: runs of "-", "_", "." become "-", then lower case (PEP 503)',
         held_out=True,
     ),
+    # Issue 41's held-out questions: written after its changes, never used to make one.
+    Question(
+        "requests-overview",
+        "requests",
+        "overview",
+        "What does this package do?",
+        r"\bHTTP\b",
+        source="README.md: Requests is a simple, yet elegant, HTTP library",
+        held_out=True,
+    ),
+    Question(
+        "debug-overview",
+        "debug",
+        "overview",
+        "What does this package do?",
+        r"debugging|\bdebug (messages|output|statements|logs?)\b|\blogging\b",
+        source="package.json: Lightweight debugging utility for Node.js and the browser",
+        held_out=True,
+    ),
+    Question(
+        "debug-tty",
+        "debug",
+        "imports",
+        "Which module imports tty?",
+        r"\bnode(\.js)?\b",
+        r"\b(browser|common|index)\.js\b",
+        source="src/node.js:5 const tty = require('tty') (the only one)",
+        held_out=True,
+    ),
+    Question(
+        "debug-select-color",
+        "debug",
+        "calls",
+        "What calls selectColor?",
+        r"\bcreateDebug\b",
+        source="src/common.js:118 debug.color = createDebug.selectColor(namespace), in createDebug",
+        held_out=True,
+    ),
+    Question(
+        "debug-setup",
+        "debug",
+        "where",
+        "Where is setup defined?",
+        r"\bcommon\.js\b",
+        r"\b(browser|node|index)\.js\b",
+        source="src/common.js:7 function setup(env)",
+        held_out=True,
+    ),
+    Question(
+        "debug-longer",
+        "debug",
+        "compare",
+        "Which file is longer, browser.js or node.js?",
+        r"\bbrowser\.js",
+        r"node\.js\W+(is|has)\W+(the\W+)?(longer|more)",
+        source="src/browser.js 271 lines, src/node.js 263",
+        held_out=True,
+    ),
 )
 
 BY_ID = {q.id: q for q in QUESTIONS}
@@ -452,9 +520,12 @@ def fetch(names: set[str], dest: Path) -> dict[str, Path]:
     for name in sorted(names):
         package = PACKAGES[name]
         into = dest / name
+        into.mkdir(parents=True)
         cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "-d", str(into)]
+        if package.npm:
+            cmd = ["npm", "pack", "--silent", "--pack-destination", str(into)]
         done = subprocess.run([*cmd, package.requirement], capture_output=True, text=True, check=False)
-        sdists = sorted(into.glob("*.tar.gz"))
+        sdists = sorted([*into.glob("*.tar.gz"), *into.glob("*.tgz")])
         if done.returncode or len(sdists) != 1:
             raise SystemExit(f"real-code: could not download {package.requirement}:\n{done.stderr[-1500:]}")
         digest = hashlib.sha256(sdists[0].read_bytes()).hexdigest()

@@ -52,6 +52,12 @@ RIGHT = {
     "pkg-prereleases": "prereleases defaults to None: the specifiers then decide.",
     "pkg-longer": "tags.py is longer: 568 lines against 325 for markers.py.",
     "pkg-canonicalize-piped": "It normalizes a project name (PEP 503): lower-cased, separators as dashes.",
+    "requests-overview": "Requests is a simple, yet elegant, HTTP library for Python.",
+    "debug-overview": "debug is a tiny JavaScript debugging utility for Node.js and browsers.",
+    "debug-tty": "src/node.js imports tty (line 5).",
+    "debug-select-color": "selectColor is called by createDebug (src/common.js:118).",
+    "debug-setup": "setup is defined in src/common.js at line 7.",
+    "debug-longer": "src/browser.js (271 lines) is longer than src/node.js (263 lines).",
 }
 
 WRONG = {
@@ -87,6 +93,12 @@ WRONG = {
     "pkg-prereleases": "prereleases defaults to False.",
     "pkg-longer": "markers.py is longer than tags.py.",
     "pkg-canonicalize-piped": "It checks that a name is valid.",
+    "requests-overview": "It is a collection of tests.",
+    "debug-overview": "It is a package for colors in the terminal.",
+    "debug-tty": "src/common.js imports tty.",
+    "debug-select-color": "selectColor is called by setup.",
+    "debug-setup": "setup is defined in src/node.js.",
+    "debug-longer": "src/node.js is longer than src/browser.js.",
 }
 
 # What the 1.5B model answered for `cat globals.py | aforo summarize` after reading three other files.
@@ -106,11 +118,14 @@ def test_a_summary_of_the_package_is_no_summary_of_the_piped_module() -> None:
 PLACEHOLDERS = ("...", "", '{"answer": "..."}', "file_path")
 
 
-def test_the_suite_covers_every_kind_with_16_questions_and_16_held_out_over_its_packages() -> None:
+def test_the_suite_covers_every_kind_with_16_questions_and_22_held_out_over_its_packages() -> None:
     held = [q for q in QUESTIONS if q.held_out]
-    assert (len(QUESTIONS), len(held)) == (32, 16)  # eight of issue 33's round, eight of issue 37's
+    # Eight of issue 33's round, eight of issue 37's (packaging), six of issue 41's (requests, debug).
+    assert (len(QUESTIONS), len(held)) == (38, 22)
     assert {q.kind for q in QUESTIONS if not q.held_out} == set(KINDS)
-    assert {q.kind for q in held} == set(KINDS) - {"overview"}  # the slowest kind, asked three times
+    assert {q.kind for q in held} == set(KINDS)
+    # Issue 41's: an overview whose answer lives in a README, and a JavaScript project.
+    assert {q.package for q in held} >= {"requests", "debug"} and PACKAGES["debug"].npm
     assert {q.package for q in QUESTIONS} == set(PACKAGES)
     assert len(BY_ID) == len(QUESTIONS) == len(RIGHT) == len(WRONG)
     assert all(q.source for q in QUESTIONS)  # each answer was checked by hand somewhere

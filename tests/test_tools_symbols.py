@@ -422,12 +422,12 @@ def test_read_hash_name_reads_a_definition_of_go_and_typescript(polyglot: Path) 
 
 
 def test_the_tools_and_the_map_read_one_syntax_tree(polyglot: Path) -> None:
-    from aforo.navigate.symbols import symbols
+    from aforo.navigate.index import symbols
 
     for path in ("srv/serve.go", "web/view.ts", "pkg/shapes.py"):
         source = SHAPES if path.endswith(".py") else (polyglot / path).read_text()
         sites = {(s.short, s.line) for s in outline(source, path) or ()}
-        mapped = {(d.name, d.line) for d in symbols(path, source.encode()).definitions}
+        mapped = {(d.short, d.line) for d in symbols(path, source.encode()).definitions}
         # The map shows a subset (no nested or lower-case Python constants), at the same lines.
         assert mapped and mapped <= sites, path
 

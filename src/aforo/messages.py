@@ -8,7 +8,7 @@ This module imports nothing of ours.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import KW_ONLY, asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -36,6 +36,17 @@ class ToolUse:
     name: str
     input: dict[str, Any]
     type: Literal["tool_use"] = "tool_use"
+
+
+def fresh_call_ids(taken: Collection[str]) -> Iterator[str]:
+    """Call ids no message of `taken` uses (`call_N`, counting on from their number): a result names the
+    call it answers, so an id made by aforo (an attached file's Read, the pre-search, a call written
+    as text) must not be one the conversation has. The one maker of them."""
+    n = len(taken)
+    while True:
+        n += 1
+        if f"call_{n}" not in taken:
+            yield f"call_{n}"
 
 
 @dataclass(frozen=True)

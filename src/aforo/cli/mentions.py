@@ -17,14 +17,13 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
-from itertools import count
 from pathlib import Path
 
 from aforo.context.stages import Cap
 from aforo.errors import ToolError
 from aforo.events import EventSink, ToolStart
 from aforo.loop.tool_batch import run_batch, tool_end
-from aforo.messages import Message, ToolUse
+from aforo.messages import Message, ToolUse, fresh_call_ids
 from aforo.tools.registry import ToolRegistry
 from aforo.tools.workspace import resolve
 
@@ -81,7 +80,7 @@ def attach(
     if not paths:
         return Attachments(notes=tuple(notes))
     taken = {u.id for m in conversation for u in m.tool_uses}
-    ids = (f"call_{n}" for n in count(len(taken) + 1) if f"call_{n}" not in taken)
+    ids = fresh_call_ids(taken)
     uses = [ToolUse(next(ids), "Read", {"file_path": path}) for path in paths]
     kept = []
     for outcome in run_batch(tools, uses, cap=cap, question=prompt):

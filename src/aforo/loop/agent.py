@@ -101,9 +101,10 @@ class Agent:
         run = RunState(question=asked, compacted=compacted(self.messages), deadline=deadline)
         run.hard = deadline + late_seconds(self.time_budget)
         # A question only about the session is answered from its trail, shown for it: no tool call
-        # first (the 1.5B wrote `Read a.py, Read b.py` asked which files it had read).
-        run.answer_only = answer_first or about_session(self.governor.conversation, asked, only=True)
-        self.system = open_run(
+        # first (the 1.5B wrote `Read a.py, Read b.py` asked which files it had read). Asked before the
+        # question joins the conversation: only a session that had one before it has a trail to show.
+        recall = about_session(self.governor.conversation, asked, only=True)
+        opened = open_run(
             self.governor.conversation,
             self.system,
             self.guide,
@@ -112,6 +113,8 @@ class Agent:
             question=asked,
             attached=attached,
         )
+        self.system = opened.system
+        run.answer_only = answer_first or recall or opened.answer_only
         try:
             with cancel_on_sigint(cancel):
                 for turn in range(1, self.max_turns + 1):

@@ -9,6 +9,7 @@ drops it again.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
 
 from aforo.context.conversation import Conversation
 from aforo.context.trail import asks_about_session, block, recall_only
@@ -29,6 +30,12 @@ def about_session(conversation: Conversation, question: str, *, only: bool = Fal
     return bool(conversation.messages) and not conversation.trail.empty and asks(question)
 
 
+@dataclass(frozen=True)
+class Opened:
+    system: tuple[SystemPart, ...]  # the system prompt to send from now on (the guide's map in it)
+    answer_only: bool = False  # the guide found what the answer is made of: the first call answers
+
+
 def open_run(
     conversation: Conversation,
     system: tuple[SystemPart, ...],
@@ -38,20 +45,23 @@ def open_run(
     prompt: str,
     question: str,
     attached: Sequence[Message],
-) -> tuple[SystemPart, ...]:
+) -> Opened:
     """Append the prompt, the `attached` messages and what the guide found (its call and result) to the
     conversation; return the system prompt to send from now on (the guide's map in it, and the
-    session's trail when the question asks about the session: then the guide is not asked)."""
+    session's trail when the question asks about the session: then the guide is not asked), and whether
+    the first call answers (an overview from the project's own words, an empty workspace: one bounded
+    pass, no wandering)."""
     kept = tuple(p for p in system if p.name != TRAIL_PART)
     recalled = about_session(conversation, question)
     system = (*kept, SystemPart(block(conversation.trail), TRAIL_PART)) if recalled else kept
+    answer_only = False
     # The answer to a question only about the session is in its trail: nothing is searched for it.
     if guide is not None and not about_session(conversation, question, only=True):
         taken = {u.id for m in (*conversation.messages, *attached) for u in m.tool_uses}
         guided = guide(question, system, taken, not conversation.messages)
-        system, attached = guided.system, (*attached, *guided.messages)
+        system, attached, answer_only = guided.system, (*attached, *guided.messages), guided.answer_only
         for event in guided.events:
             emit(event)
     for message in (Message.user(prompt), *attached):
         conversation.append(message)
-    return system
+    return Opened(system, answer_only)

@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import count
 
 from aforo import safejson
 from aforo.errors import LimitExceeded
 from aforo.loop.textcalls import extract_text_tool_calls
-from aforo.messages import Message, ToolUse
+from aforo.messages import Message, ToolUse, fresh_call_ids
 from aforo.stream import Reply
 from aforo.tools.registry import ToolRegistry
 
@@ -38,7 +37,7 @@ def read_reply(reply: Reply, tools: ToolRegistry, conversation: Sequence[Message
     (a server that repeats one, or reuses one from earlier in the conversation) would both get the
     second's result. A missing or taken id is replaced by a fresh one."""
     taken = {u.id for m in conversation for u in m.tool_uses}
-    fresh = (f"call_{n}" for n in count(len(taken) + 1) if f"call_{n}" not in taken)
+    fresh = fresh_call_ids(taken)
 
     def own(call_id: str) -> str:
         chosen = call_id if call_id and call_id not in taken else next(fresh)

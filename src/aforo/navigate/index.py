@@ -1,6 +1,12 @@
 """The workspace's symbol index: every source file's definitions and used names, built once and kept
 fresh by file mtimes.
 
+A definition is a `tools/syntax.Site` (the one type the tools share): here a top-level class, function
+or constant, or a method of a top-level class. The names a file uses (identifiers, attribute names,
+imported modules) are what references are counted from: a definition used by many other files matters
+more. A file that does not parse, or whose language has no grammar installed, defines nothing here; its
+names still count (a bare identifier scan), so `import hashlib` in a Rust-free Python file is found.
+
 The files are those ripgrep would search (ignore files honoured), the source ones among them, at most
 `map_files`; a symbolic link is not followed (what it points to may be outside the workspace). Parsing
 a large tree takes seconds, so what was parsed is kept in the state directory, one cache file per
@@ -17,26 +23,33 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import stat
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from aforo.errors import LimitExceeded, StoreError, ToolError
-from aforo.limits import MAP_FILE_BYTES, MAP_FILES, MAP_SECONDS, STATE_FILE_BYTES
-from aforo.navigate.symbols import Definition, FileSymbols, symbols
+from aforo.limits import MAP_FILE_BYTES, MAP_FILES, MAP_NAMES, MAP_SECONDS, STATE_FILE_BYTES
 from aforo.navigate.terms import parts, stem
 from aforo.protocols import ToolContext
 from aforo.store.atomic import atomic_write, encode_json
 from aforo.store.paths import state_dir
 from aforo.tools.ripgrep import list_files
-from aforo.tools.syntax import SOURCE_SUFFIXES, suffix
+from aforo.tools.syntax import CONSTANT, FUNCTION, SOURCE_SUFFIXES, Site, parse, suffix
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2  # 2: `Site`s (their lines, no signature), where 1 kept a name, kind, line and class
+_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class FileSymbols:
+    definitions: tuple[Site, ...]
+    names: tuple[str, ...]  # each name the file uses, once, at most MAP_NAMES of them
 
 
 @dataclass(frozen=True)
@@ -51,6 +64,7 @@ class SymbolIndex:
     files: dict[str, Entry]
     sources: int  # source files in the workspace, indexed or not
     parsed: int = 0  # files parsed by this build (the others came from the cache)
+    listed: int | None = None  # files of any kind ripgrep would search; None: not known (no listing)
     unlisted: str | None = None  # why the workspace's files could not be listed (None: they were)
 
     @cached_property
@@ -59,18 +73,26 @@ class SymbolIndex:
         return Counter(name for entry in self.files.values() for name in entry.symbols.names)
 
     @cached_property
-    def definitions(self) -> dict[str, list[tuple[str, Definition]]]:
-        """Where each name is defined: (path, definition), in path order (`files` is built in it)."""
-        where: dict[str, list[tuple[str, Definition]]] = {}
-        for path, entry in self.files.items():
-            for d in entry.symbols.definitions:
-                where.setdefault(d.name, []).append((path, d))
+    def definitions(self) -> dict[str, list[Site]]:
+        """Where each name (a method's without its class) is defined, in path order (`files` is built
+        in it): the answer to "where is X defined?" that other parts check an answer against."""
+        where: dict[str, list[Site]] = {}
+        for entry in self.files.values():
+            for site in entry.symbols.definitions:
+                where.setdefault(site.short, []).append(site)
         return where
 
+    def defined(self, name: str) -> list[Site]:
+        """Where `name` is defined: a short name (`derive_key`, any class's), or qualified
+        (`Signer.derive_key`); none when the index holds no definition of it. What an answer's "X is
+        defined in Y" is checked against."""
+        short = name.rsplit(".", 1)[-1]
+        return [s for s in self.definitions.get(short, ()) if "." not in name or s.name == name]
+
     @cached_property
-    def folded(self) -> dict[str, list[tuple[str, Definition]]]:
+    def folded(self) -> dict[str, list[Site]]:
         """`definitions` by the lower-case name: "the governor" asks about `Governor`."""
-        where: dict[str, list[tuple[str, Definition]]] = {}
+        where: dict[str, list[Site]] = {}
         for name, places in self.definitions.items():
             where.setdefault(name.lower(), []).extend(places)
         return where
@@ -130,7 +152,42 @@ def build_index(
         parsed += 1
     if cache is not None and (parsed or files.keys() != known.keys()):
         _save(cache, files)
-    return SymbolIndex(files, len(sources), parsed)
+    return SymbolIndex(files, len(sources), parsed, len(listed))
+
+
+def symbols(path: str, data: bytes) -> FileSymbols:
+    """The definitions and used names of the file at `path` (its name picks the language)."""
+    ext = suffix(path)
+    found = parse(data, path) if ext in SOURCE_SUFFIXES else None
+    if found is None:
+        return FileSymbols((), _first_names(m.group().decode() for m in _IDENTIFIER.finditer(data)))
+    return FileSymbols(tuple(_mapped(found.sites, ext == ".py")), _first_names(found.names))
+
+
+def _mapped(sites: Iterable[Site], python: bool) -> Iterator[Site]:
+    """The sites the map shows: the top level and the methods of its classes. Python's constants are
+    those by convention (a module's `logger = ...` or `app = ...` would crowd the map); other languages
+    declare theirs (const, static, #define). Without their signature: it is the file's text (`TOKEN =
+    "ghp_…"`), which the index's cache must not carry to disk, and nothing the index serves shows it."""
+    for site in sites:
+        mapped = site.depth == 1 and site.kind == FUNCTION
+        if site.depth == 0:
+            mapped = (
+                site.kind != CONSTANT
+                or not python
+                or (site.name.isupper() and not site.name.startswith("__"))
+            )
+        if mapped:
+            yield site._replace(signature="")
+
+
+def _first_names(names: Iterator[str]) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for name in names:
+        seen.setdefault(name, None)
+        if len(seen) >= MAP_NAMES.value:
+            break
+    return tuple(seen)
 
 
 def _parse(real: Path, path: str, size: int) -> FileSymbols:
@@ -158,16 +215,20 @@ def _load(cache: Path) -> dict[str, Entry]:
         raw = json.loads(data)
         if raw.get("version") != CACHE_VERSION:
             return {}
-        return {path: _entry(row) for path, row in raw["files"].items()}
+        return {path: _entry(path, row) for path, row in raw["files"].items()}
     # A cache from a broken write or another version: rebuilt, never trusted in part.
     except (OSError, RecursionError, AttributeError, KeyError, TypeError, ValueError):
         return {}
 
 
-def _entry(row: list[Any]) -> Entry:
+def _entry(path: str, row: list[Any]) -> Entry:
     mtime_ns, size, definitions, names = row
-    found = tuple(map(Definition._make, definitions))
-    if not all(type(d.line) is int and type(d.name) is str for d in found):
+    found = tuple(
+        Site(path, name, kind, line, start, end, "", depth)
+        for name, kind, line, start, end, depth in definitions
+    )
+    # The fields the map and the pre-search compute with; a cache of another shape is rebuilt.
+    if not all(type(d.line) is int and type(d.end) is int and type(d.name) is str for d in found):
         raise TypeError("a definition of another shape")
     return Entry(mtime_ns, size, FileSymbols(found, tuple(names)))
 
@@ -179,5 +240,5 @@ def _save(cache: Path, files: dict[str, Entry]) -> None:
 
 
 def _row(e: Entry) -> list[Any]:
-    definitions: Iterable[Definition] = e.symbols.definitions
-    return [e.mtime_ns, e.size, [[d.name, d.kind, d.line, d.parent] for d in definitions], e.symbols.names]
+    sites = [[s.name, s.kind, s.line, s.start, s.end, s.depth] for s in e.symbols.definitions]
+    return [e.mtime_ns, e.size, sites, e.symbols.names]

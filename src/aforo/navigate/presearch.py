@@ -9,10 +9,13 @@ to the model as the result of a Grep call, saying how they were found: the gover
 other tool result, `/undo` brings it back, and the model can still call tools for more.
 
 What the harness knows exactly is said, not left to the model to work out: each mention is labelled
-with what the line does (`calls`, `assigns`, `imports`) and the definition it is in (`in
-Signer.get_signature`), which answers "what calls derive_key?" (both models named the lines, 182, 218
-and 237, and not the functions); the files the question names come with their line counts, the longest
-named (the 1.5B model read both outlines, each headed with its count, and named the shorter file).
+with what the line does, from the file's syntax tree (tools/roles: `calls`, `assigns`, `imports`, or
+`mentions … in a docstring` and `declares … (type declaration)`, never a caller), and the definition it
+is in (`in Signer.get_signature`), which answers "what calls derive_key?" (both models named the lines,
+182, 218 and 237, and not the functions); the files the question names come with their line counts.
+The answer to a where/what-calls/which-imports/which-is-longer question comes first, as a sentence
+(navigate/facts); an overview question gets what the project says about itself instead (navigate/about),
+to be answered from in one pass.
 """
 
 from __future__ import annotations
@@ -25,24 +28,41 @@ from pathlib import Path
 
 from aforo.errors import ToolError
 from aforo.limits import MAP_FILE_BYTES
+from aforo.navigate.about import about
+from aforo.navigate.facts import CALLERS, COMPARE, IMPORTERS, OVERVIEW, Place, asks, counted, facts
 from aforo.navigate.index import SymbolIndex
-from aforo.navigate.symbols import Definition
 from aforo.navigate.terms import compound_terms, looks_like_code, question_paths, question_terms, stem
 from aforo.protocols import ToolContext
 from aforo.tools.deadline import Interrupted
 from aforo.tools.names import show
-from aforo.tools.ripgrep import RgProcess, strip_dot
+from aforo.tools.roles import (
+    ASSIGNS,
+    CALLS,
+    DECLARES,
+    DEFINES,
+    IMPORTS,
+    TEXT,
+    TYPED,
+    FileRoles,
+    file_roles,
+    is_declaration_file,
+)
+from aforo.tools.symbols import mentions
+from aforo.tools.syntax import CLASS, FUNCTION, Site
 
 DEFINITION_LINES = 8  # the signature and what follows (a docstring, the first statements)
 MENTION_AROUND = 1  # lines shown before and after a mention
 MENTIONS_PER_TERM = 60  # rg records read per name: enough to rank, never a whole repository's worth
 MENTIONS_PER_FILE = 12
 MENTION_LINE_CHARS = 200
-CALLERS_SHOWN = 12
 STEM_NAMES = 3  # names found by a word's stem, for one word of the question
 NAMED_FILES = 12  # files of the question counted: "the ten files mod00.py … mod09.py" and a margin
-# A question about callers ranks the lines that call the name before its assignments and imports.
-_ASKS_CALLERS = re.compile(r"\b(calls?|called|callers?|invoke[sd]?|uses?)\b", re.IGNORECASE)
+# How a mention ranks by what its line does: a value assigned, then a declaration or an import, then
+# code that uses it; text (a docstring, a comment, a string, a file with no syntax tree) and type
+# declarations last. What the question asks for (calls, imports) ranks first.
+_WEIGHTS = {ASSIGNS: 2, DECLARES: 1, IMPORTS: 1, DEFINES: 1}
+_ASKED = {CALLERS: CALLS, IMPORTERS: IMPORTS}
+PROSE = ""  # the role of a line in a file with no syntax tree here (a README, a changelog)
 
 
 @dataclass(frozen=True)
@@ -51,88 +71,100 @@ class Region:
     line: int  # the line that matched, 1-based
     start: int
     end: int
-    why: str  # "defines group", "calls derive_key"
+    term: str  # the name found (a definition's qualified: `Signer.derive_key`)
+    role: str  # what the line does with it (tools/roles), PROSE in a file with no syntax tree
     mention: bool = False  # labelled with the definition it is in
+
+    @property
+    def why(self) -> str:
+        """`calls derive_key`, `mentions derive_key in a docstring`, `declares Command (type declaration)`."""
+        if self.role in TEXT:
+            return f"mentions {self.term} in a {self.role}"
+        if self.role == TYPED:
+            return f"declares {self.term} (type declaration)"
+        return f"{self.role or 'mentions'} {self.term}"
 
 
 @dataclass(frozen=True)
-class Found:
-    terms: tuple[str, ...]
+class Presearch:
     text: str  # the block the model gets
     tool: str  # the call that stands for the search: Grep of the names found, else Glob of the files
     input: dict[str, str]
+    answer_only: bool = False  # the block is what the answer is made of: no tool offered
 
 
 def search(
     workspace: Path, index: SymbolIndex, question: str, max_chars: int, ctx: ToolContext
-) -> Found | None:
+) -> Presearch | None:
     """The best regions for `question` within `max_chars`, or None when it names nothing found."""
+    kind = asks(question)
+    if kind == OVERVIEW:
+        return _overview(workspace, index, max_chars)
     terms = (*compound_terms(question), *question_terms(question))
-    callers = _ASKS_CALLERS.search(question) is not None
+    files = _Files(workspace)
     regions: list[Region] = []
     found: list[str] = []
-    mentions: list[tuple[int, int, int, Region]] = []
+    mentioned: list[tuple[int, int, int, Region]] = []
     for rank, term in enumerate(terms):
         defined = _definitions(index, term)
         regions += defined
         hits = _mentions(workspace, term, ctx)
         if defined or hits:
             found.append(term)
-        spread = len({path for path, _, _ in hits})  # files that mention it
+        spread = len({path for path, _ in hits})  # files that mention it
         # Every line that defines it (an overload the regions skip too) is no use of it.
-        defining = {(path, d.line) for path, d in index.definitions.get(term, ())}
-        for path, line, said in hits:
-            if (path, line) not in defining and not any(r.path == path and r.line == line for r in regions):
-                weight, verb = _kind(said, term, callers)
-                start, end = max(1, line - MENTION_AROUND), line + MENTION_AROUND
-                mentions.append(
-                    (-weight, spread, rank, Region(path, line, start, end, f"{verb} {term}", True))
-                )
+        defining = {(site.path, site.line) for site in index.definitions.get(term, ())}
+        for path, line in hits:
+            if (path, line) in defining or any(r.path == path and r.line == line for r in regions):
+                continue
+            role = files.role(path, term, line)
+            weight = (
+                3
+                if role == _ASKED.get(kind or "")
+                else _WEIGHTS.get(role, -1 if role in (*TEXT, TYPED, PROSE) else 0)
+            )
+            start, end = max(1, line - MENTION_AROUND), line + MENTION_AROUND
+            mentioned.append((-weight, spread, rank, Region(path, line, start, end, term, role, True)))
     # Assignments and imports first (a default value, who imports it), prose last; then a name mentioned
     # in few files, which says more about where to look than one mentioned everywhere.
-    regions += [m[-1] for m in sorted(mentions, key=lambda m: (*m[:3], m[3].path, m[3].line))]
-    files = _Files(workspace)
+    regions += [m[-1] for m in sorted(mentioned, key=lambda m: (*m[:3], m[3].path, m[3].line))]
     named = _named_files(files, index, question_paths(question))
     if not regions and len(named) < 2:
         return None
-    lengths = _lengths(named) if named else ""
+    said = facts(kind, [_place(index, r) for r in regions], named)
     if not found:
-        text = f"Before asking you, aforo counted the lines of the files the question names: {lengths}."
-        return Found((), text, "Glob", {"pattern": "{" + ",".join(path for path, _ in named) + "}"})
+        text = "\n".join(said) if said else f"The files the question names: {counted(named)}."
+        return Presearch(text, "Glob", {"pattern": "{" + ",".join(path for path, _ in named) + "}"})
     heading = (
         f"Before asking you, aforo looked in the workspace for {', '.join(f'`{t}`' for t in found)} "
         "(definitions from its symbol index, uses from ripgrep); the best matches, `path:line` then the "
         "numbered lines:"
     )
-    if callers:
-        heading = "\n".join([*_callers(files, index, regions), heading])
-    if named:
-        heading = f"The files the question names: {lengths}.\n{heading}"
-    shown = _render(files, index, heading, regions, max_chars)
+    if named and kind != COMPARE:
+        heading = f"The files the question names: {counted(named)}.\n{heading}"
+    shown = _render(files, index, "\n".join([*said, heading]), regions, max_chars)
     if shown is None:
         return None
     pattern = r"\b(" + "|".join(re.escape(t) for t in found) + r")\b"
-    return Found(tuple(found), shown, "Grep", {"pattern": pattern})
+    return Presearch(shown, "Grep", {"pattern": pattern})
 
 
-def _callers(files: _Files, index: SymbolIndex, regions: Sequence[Region]) -> list[str]:
-    """For a question about callers, one line per name: the definitions its calls are in, each once."""
-    where: dict[str, dict[tuple[str, str], str]] = {}  # name called -> (caller, path) -> path:line
-    for region in regions:
-        verb, _, term = region.why.partition(" ")
-        if verb != "calls":
-            continue
-        inside = _enclosing(index, region.path, files.lines(region.path), region.line)
-        caller = _qualified(inside) if inside else "the top level"
-        where.setdefault(term, {}).setdefault((caller, region.path), f"{show(region.path)}:{region.line}")
-    lines = []
-    for term, places in where.items():
-        names = [caller for caller, _ in places][:CALLERS_SHOWN]
-        more = f" and {len(places) - CALLERS_SHOWN} more" if len(places) > CALLERS_SHOWN else ""
-        said = ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else names[0]
-        at = ", ".join(list(places.values())[:CALLERS_SHOWN])
-        lines.append(f"`{term}` is called by {said}{more} (at {at}).")
-    return lines
+def _overview(workspace: Path, index: SymbolIndex, max_chars: int) -> Presearch | None:
+    """What the project says about itself, for the model to answer from in one pass."""
+    heading = (
+        "Before asking you, aforo read what the project says about itself (answer from it, in a few "
+        "sentences; the files are named before each part):"
+    )
+    read = about(workspace, index, max_chars - len(heading) - 1)
+    if read is None:
+        return None
+    paths, text = read
+    return Presearch(f"{heading}\n{text}", "Glob", {"pattern": "{" + ",".join(paths) + "}"}, answer_only=True)
+
+
+def _place(index: SymbolIndex, region: Region) -> Place:
+    inside = _enclosing(index, region.path, region.line) if region.mention else None
+    return Place(region.path, region.line, region.term, region.role, inside.name if inside else "")
 
 
 def _named_files(files: _Files, index: SymbolIndex, names: Sequence[str]) -> list[tuple[str, int]]:
@@ -146,81 +178,38 @@ def _named_files(files: _Files, index: SymbolIndex, names: Sequence[str]) -> lis
     return sorted(counted.items(), key=lambda item: -item[1])
 
 
-def _lengths(named: Sequence[tuple[str, int]]) -> str:
-    """The named files' lengths, saying which is the longest when one is: "a.py is the longest (266
-    lines); then b.py (228 lines)"."""
-    said = [f"{show(path)} ({lines} {'line' if lines == 1 else 'lines'})" for path, lines in named]
-    if len(named) == 1:
-        return said[0]
-    if named[0][1] == named[1][1]:
-        return f"longest first, {', '.join(said)}"
-    return f"{said[0].replace(' (', ' is the longest (', 1)}; then {', '.join(said[1:])}"
-
-
 def _definitions(index: SymbolIndex, term: str) -> list[Region]:
     """Where `term` is defined, top-level definitions before methods; of several in a row in one place
     (typing overloads before the implementation), the first and the last. The name as written first,
     else in any case ("the governor" asks about `Governor`), else the few names made of a word of the
-    same stem ("how many times does the client retry?" asks about `MAX_RETRIES = 4`)."""
-    groups: dict[tuple[str, str, str], list[int]] = {}
+    same stem ("how many times does the client retry?" asks about `MAX_RETRIES = 4`). A type-only
+    file's (`.d.ts`) is a declaration, said as one."""
+    groups: dict[tuple[str, str], list[int]] = {}
     places = index.definitions.get(term) or index.folded.get(term.lower(), [])
     if not places and not looks_like_code(term):
         names = index.stems.get(stem(term), [])[:STEM_NAMES]
         places = [place for name in names for place in index.definitions[name]]
-    for path, d in places:
-        if path in index.files:
-            groups.setdefault((path, d.parent, d.name), []).append(d.line)
+    for site in places:
+        if site.path in index.files:
+            groups.setdefault((site.path, site.name), []).append(site.line)
     regions = []
-    for (path, parent, name), lines in sorted(groups.items(), key=lambda g: (bool(g[0][1]), g[0][0])):
+    for (path, name), lines in sorted(groups.items(), key=lambda g: ("." in g[0][1], g[0][0])):
+        role = TYPED if is_declaration_file(path) else DEFINES
         for line in sorted({min(lines), max(lines)}):
-            what = f"defines {parent}.{name}" if parent else f"defines {name}"
-            regions.append(Region(path, line, line, line + DEFINITION_LINES - 1, what))
+            regions.append(Region(path, line, line, line + DEFINITION_LINES - 1, name, role))
     return regions
 
 
-_PROSE = ("#", "//", "*", ":param", "..")
-# An import statement of Python, JavaScript, Go, Rust, Java or C: `from x import y`, `import x`,
-# `const x = require(`, `use x::y;`, `#include <x>`.
-_IMPORT = re.compile(r"(from\s+\S+\s+)?import\b|.*\brequire\s*\(|use\s+[\w:]+|#\s*include\b")
-
-
-def _kind(text: str, term: str, callers: bool) -> tuple[int, str]:
-    """What a line that names `term` does with it, and its rank: 2 assigns it (`term = `,
-    `self.term: int = `), 1 declares (`term: int`) or imports it, 0 code that calls or uses it, -1 a
-    comment or docstring line that only speaks of it; a call ranks 3 when the question asks for callers."""
-    name = re.escape(term)
-    if re.search(rf"\b{name}\s*(:[^=]*)?=(?!=)", text):
-        return 2, "assigns"
-    if re.match(rf"\s*{name}\s*:", text):
-        return 1, "declares"
-    stripped = text.strip()
-    if _IMPORT.match(stripped):
-        return 1, "imports"
-    if stripped.startswith(_PROSE) or "``" in stripped or "`" in stripped:
-        return -1, "mentions"
-    if re.search(rf"\b{name}\s*\(", text):
-        return (3 if callers else 0), "calls"
-    return 0, "uses"
-
-
-def _mentions(workspace: Path, term: str, ctx: ToolContext) -> list[tuple[str, int, str]]:
-    """(path, line, text) of whole-word mentions of `term`, at most MENTIONS_PER_TERM."""
-    args = ["--line-number", "--no-heading", "--null", "--word-regexp", "--fixed-strings"]
-    args += ["--max-count", str(MENTIONS_PER_FILE)]
-    hits: list[tuple[str, int, str]] = []
+def _mentions(workspace: Path, term: str, ctx: ToolContext) -> list[tuple[str, int]]:
+    """(path, line) of whole-word mentions of `term`, at most MENTIONS_PER_TERM (the one mention
+    search, tools/symbols)."""
     try:
-        with RgProcess([*args, "-e", term, "--", "."], workspace.resolve(), ctx) as proc:
-            for record in proc.records():
-                path, sep, rest = record.partition(b"\0")
-                number, _, text = rest.partition(b":")
-                if sep and number.isdigit():
-                    line = text[:MENTION_LINE_CHARS].decode("utf-8", "replace")
-                    hits.append((strip_dot(os.fsdecode(path)), int(number), line))
-                if len(hits) >= MENTIONS_PER_TERM:
-                    break
+        found = mentions(
+            workspace.resolve(), term, ctx, MENTIONS_PER_TERM, per_file=MENTIONS_PER_FILE, counted=1
+        )
     except (ToolError, Interrupted):
-        pass  # what was found before the deadline is used; nothing found is no pre-search
-    return hits
+        return []  # nothing found before the deadline is no pre-search
+    return [(m.file, m.line) for m in found.items]
 
 
 def _render(
@@ -239,9 +228,9 @@ def _render(
         if not span:
             continue
         body = "\n".join(f"{n}\t{lines[n - 1][:MENTION_LINE_CHARS]}" for n in span)
-        inside = _enclosing(index, region.path, lines, region.line) if region.mention else None
-        where = f" in {_qualified(inside)}" if inside else ""
-        block = f"{show(region.path)}:{region.line}{where} {region.why}\n{body}"
+        inside = _enclosing(index, region.path, region.line) if region.mention else None
+        where = f" in {show(inside.name)}" if inside else ""
+        block = f"{show(region.path)}:{region.line}{where} {show(region.why)}\n{body}"
         if used + len(block) + 2 > max_chars - _TAIL_ROOM:
             left += 1
             continue
@@ -258,53 +247,50 @@ def _render(
 _TAIL_ROOM = 64  # the line that counts what was left out
 
 
-def _enclosing(index: SymbolIndex, path: str, lines: list[str], line: int) -> Definition | None:
-    """The innermost definition whose body holds `line`, told by indentation: every line from the
-    definition to `line` is blank, a comment, the close of its signature, or indented deeper than it."""
+def _enclosing(index: SymbolIndex, path: str, line: int) -> Site | None:
+    """The innermost class or function whose lines (from its syntax tree) hold `line`."""
     entry = index.files.get(path)
-    if entry is None or not 0 < line <= len(lines):
+    if entry is None:
         return None
-    before = sorted((d for d in entry.symbols.definitions if d.line < line), key=lambda d: -d.line)
-    for d in before:
-        indent = _indent(lines[d.line - 1])
-        if all(_inside(text, indent) for text in lines[d.line : line]):
-            return d
-    return None
-
-
-def _qualified(d: Definition) -> str:
-    return f"{d.parent}.{d.name}" if d.parent else d.name
-
-
-def _indent(text: str) -> int:
-    return len(text) - len(text.lstrip())
-
-
-def _inside(text: str, indent: int) -> bool:
-    stripped = text.strip()
-    return not stripped or stripped.startswith(("#", ")", "]", "}")) or _indent(text) > indent
+    holding = [
+        d for d in entry.symbols.definitions if d.kind in (CLASS, FUNCTION) and d.start <= line <= d.end
+    ]
+    return max(holding, key=lambda d: (d.depth, d.start), default=None)
 
 
 class _Files:
-    """The workspace's files as lines, each read once in a search (the callers' line, the named files'
-    counts and the regions all look at the same few files)."""
+    """The workspace's files as lines, and what each line does with a name, each read once in a search
+    (the facts, the named files' counts and the regions all look at the same few files)."""
 
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
-        self._read: dict[str, list[str]] = {}
+        self._read: dict[str, bytes] = {}
+        self._lines: dict[str, list[str]] = {}
+        self._roles: dict[str, FileRoles | None] = {}
 
-    def lines(self, path: str) -> list[str]:
+    def data(self, path: str) -> bytes:
         if path not in self._read:
-            self._read[path] = _read_lines(self.workspace / path)
+            self._read[path] = _read(self.workspace / path)
         return self._read[path]
 
+    def lines(self, path: str) -> list[str]:
+        if path not in self._lines:
+            self._lines[path] = self.data(path).decode("utf-8", "replace").splitlines()
+        return self._lines[path]
 
-def _read_lines(real: Path) -> list[str]:
+    def role(self, path: str, term: str, line: int) -> str:
+        """What line `line` of `path` does with `term`, from its syntax tree; PROSE when it has none."""
+        if path not in self._roles:
+            self._roles[path] = file_roles(self.data(path), path)
+        found = self._roles[path]
+        return PROSE if found is None else found.of(term).get(line, PROSE)
+
+
+def _read(real: Path) -> bytes:
     try:
         if not os.path.isfile(real) or os.path.islink(real):
-            return []
+            return b""
         with open(real, "rb") as f:
-            data = f.read(int(MAP_FILE_BYTES.value))
+            return f.read(int(MAP_FILE_BYTES.value))
     except OSError:
-        return []
-    return data.decode("utf-8", "replace").splitlines()
+        return b""

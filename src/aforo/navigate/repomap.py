@@ -17,9 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from aforo.navigate.index import SymbolIndex
-from aforo.navigate.symbols import Definition
 from aforo.tools.names import show
-from aforo.tools.syntax import CONSTANT
+from aforo.tools.syntax import CONSTANT, Site
 
 MAP_PART = "repository map"
 DEFS_PER_FILE = 8
@@ -31,7 +30,7 @@ PATH_NAMED = 50.0  # so does a file whose path names it
 class Ranked:
     path: str
     score: float
-    shown: tuple[Definition, ...]
+    shown: tuple[Site, ...]
     more: int  # top-level definitions not shown
 
 
@@ -42,16 +41,15 @@ def rank(index: SymbolIndex, terms: Sequence[str]) -> list[Ranked]:
     ranked = []
     for path, entry in index.files.items():
         own = set(entry.symbols.names)
-        scored: dict[str, tuple[float, Definition]] = {}
+        scored: dict[str, tuple[float, Site]] = {}
         for d in entry.symbols.definitions:
-            named = d.name.lower() in wanted
+            named = d.short.lower() in wanted
             if d.parent and not named:
                 continue
-            used = refs[d.name] - (d.name in own)  # by the other files
+            used = refs[d.short] - (d.short in own)  # by the other files
             score = math.log1p(max(0, used)) + (NAMED if named else 0.0)
-            key = f"{d.parent}.{d.name}" if d.parent else d.name
-            if key not in scored or scored[key][0] < score:
-                scored[key] = (score, d)
+            if d.name not in scored or scored[d.name][0] < score:
+                scored[d.name] = (score, d)
         stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0].lower()
         if not scored and stem not in wanted:
             continue
@@ -93,6 +91,5 @@ def _line(entry: Ranked) -> str:
     return f"{show(entry.path)}: {names}{more}" if names else show(entry.path)
 
 
-def _definition(d: Definition) -> str:
-    name = f"{d.parent}.{d.name}" if d.parent else d.name
-    return f"{show(name)}:{d.line}" if d.kind == CONSTANT else f"{d.kind} {show(name)}:{d.line}"
+def _definition(d: Site) -> str:
+    return f"{show(d.name)}:{d.line}" if d.kind == CONSTANT else f"{d.kind} {show(d.name)}:{d.line}"

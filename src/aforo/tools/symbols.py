@@ -4,7 +4,8 @@ A small model cannot plan a search: asked where `group` is defined, it reads the
 passes names as paths. The tools answer that question exactly instead. `definitions` finds the files
 with a line that looks like its definition (ripgrep, honouring .gitignore), parses only those and
 returns each definition as a `Site` (`path:line` and its signature); `mentions` lists the lines that
-use it. `file_sites` is what one file defines, which Read's `path#Name` looks up.
+use it (the one whole-word search: the pre-search's too). `file_sites` is what one file defines, which
+Read's `path#Name` looks up.
 
 Parsed files are kept by (path, mtime, size), so a second look at an unchanged file costs a stat. The
 repository map's index (navigate/) reads the same syntax trees, and keeps its own cache on disk.
@@ -33,12 +34,16 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Mention:
-    path: str
+    file: str  # relative to the workspace, as on disk (read it with this)
     line: int
-    text: str
+    text: str  # the line, stripped, at most _MENTION_CHARS
+
+    @property
+    def path(self) -> str:
+        return show(self.file)
 
     def cite(self) -> str:
-        return f"{self.path}:{self.line}: {self.text}"
+        return f"{self.path}:{self.line}: {show(self.text)}"
 
 
 def file_sites(path: Path, shown: str, ctx: ToolContext | None = None) -> list[Site]:
@@ -105,12 +110,16 @@ def find_definitions(root: Path, name: str, ctx: ToolContext) -> Found[Site]:
     return Found(found, len(found), unparsed=unparsed)
 
 
-def mentions(root: Path, name: str, ctx: ToolContext, limit: int) -> Found[Mention]:
-    """The first `limit` lines that use `name` as a whole word (any text file rg searches), in path
-    order, and how many there are in all (counted up to a hundred times `limit`: then not exact)."""
+def mentions(
+    root: Path, name: str, ctx: ToolContext, limit: int, *, per_file: int | None = None, counted: int = 100
+) -> Found[Mention]:
+    """The first `limit` lines that use `name` as a whole word (any text file rg searches, at most
+    `per_file` of each), in path order, and how many there are in all (counted up to `counted` times
+    `limit`: then not exact). The one mention search: Find, Read's suggestions and the pre-search."""
     word = name.rsplit(".", 1)[-1]
     argv = ["--null", "--sort", "path", "--line-number", "--with-filename", "--no-heading"]
     argv += ["--max-columns", str(_MENTION_CHARS), "--max-columns-preview"]
+    argv += ["--max-count", str(per_file)] if per_file else []
     argv += ["--word-regexp", "--fixed-strings", "-e", word, "--", "."]
     shown: list[Mention] = []
     total = 0
@@ -122,10 +131,9 @@ def mentions(root: Path, name: str, ctx: ToolContext, limit: int) -> Found[Menti
                 continue
             total += 1
             if len(shown) < limit:
-                path = show(ripgrep.strip_dot(os.fsdecode(raw)))
-                line = show(text.decode("utf-8", errors="replace").strip())
-                shown.append(Mention(path, int(number), line))
-            elif total > limit * 100:
+                path = ripgrep.strip_dot(os.fsdecode(raw))
+                shown.append(Mention(path, int(number), text.decode("utf-8", errors="replace").strip()))
+            elif total > limit * counted:
                 proc.stop()
     outcome = proc.finish()
     return Found(shown, total, exact=not outcome.stopped_early)

@@ -24,10 +24,11 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 _SIGNATURE_CHARS = 160
 
 
-@dataclass(frozen=True, kw_only=True)
-class Site:
-    """One definition: `name` is qualified within its file (`Group.command`), `line` its `def`/`class`
-    line (decorators start at `start`), `end` its last line."""
+class Site(NamedTuple):
+    """One definition, the one type the tools, the symbol index, the map and the pre-search share (as
+    aider's one `Tag`): `name` is qualified within its file (`Group.command`), `line` its `def`/`class`
+    line (decorators start at `start`), `end` its last line. A tuple, not a dataclass: an index holds
+    tens of thousands, made again from its cache at each start (a frozen dataclass took twice as long)."""
 
     path: str
     name: str
@@ -41,6 +42,11 @@ class Site:
     @property
     def short(self) -> str:
         return self.name.rsplit(".", 1)[-1]
+
+    @property
+    def parent(self) -> str:
+        """The class a method belongs to; "" at the top level."""
+        return self.name.rpartition(".")[0]
 
     def cite(self) -> str:
         return f"{self.path}:{self.line}: {self.signature}"
@@ -262,6 +268,14 @@ def _parser(module: str, entry: str) -> Any | None:
     return Parser(Language(language))
 
 
+def tree(data: bytes, path: str) -> Any | None:
+    """The root of the tree-sitter tree of a file whose name says a language with a grammar here (not
+    Python: `ast` reads it), or None when it has none or its wheel is not installed."""
+    grammar = GRAMMARS.get(suffix(path))
+    parser = None if grammar is None else _parser(grammar.module, grammar.entry)
+    return None if parser is None else parser.parse(data).root_node
+
+
 def _tree_sitter(grammar: Grammar, source: str | bytes, path: str) -> Parsed | None:
     parser = _parser(grammar.module, grammar.entry)
     if parser is None:
@@ -329,11 +343,16 @@ def _name(node: Any) -> str:
 
 
 def _leaf_names(root: Any) -> Iterator[str]:
-    cursor = root.walk()
-    while True:
-        node = cursor.node
+    for node in nodes(root):
         if node.child_count == 0 and node.type.endswith("identifier") and node.text:
             yield node.text.decode("utf-8", "replace")
+
+
+def nodes(root: Any) -> Iterator[Any]:
+    """Every node of a tree-sitter tree, in document order (a cursor: no recursion, however deep)."""
+    cursor = root.walk()
+    while True:
+        yield cursor.node
         if cursor.goto_first_child() or cursor.goto_next_sibling():
             continue
         while cursor.goto_parent():
