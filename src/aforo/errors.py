@@ -145,6 +145,13 @@ class ServerLimitExceeded(LimitExceeded, ProviderError):
     retryable = False
 
 
+class ToolLimitExceeded(LimitExceeded, ToolError):
+    """A tool's child process went past a named limit (ripgrep's memory): a ToolError too, so every
+    caller that lives without a tool's answer (the map, the pre-search, the citation check) lives without
+    this one. Only a LimitExceeded, it ended every question in a traceback wherever a caller caught
+    ToolError alone (issue 39 D2, twice; then the citation check)."""
+
+
 class ConfigLimitExceeded(LimitExceeded, ConfigError):
     """A file the configuration names (a tokenizer.json) went past a named limit: a ConfigError too, so
     the run stops before it starts, as for any unusable setting (exit 2)."""

@@ -125,13 +125,12 @@ def build_index(
     known = previous.files if previous is not None else _load(cache) if cache is not None else {}
     try:
         listed = list_files(root, ToolContext(root, deadline=started + seconds))
-    except ToolError:  # rg missing or past the deadline: what was known stays, the cache untouched
-        return SymbolIndex(dict(known), len(known))
-    # rg's memory cap (issue 29 D6) ends it as a LimitExceeded, no ToolError (the tools report it as the
-    # limit it is): caught only as a ToolError here, a 200 000-line .gitignore ended every question in a
-    # traceback (issue 39 D2).
+    # rg's memory cap (issue 29 D6) is a limit the user must hear of (issue 39 D2): caught before the
+    # ToolError it also is, so the navigator can say why the map and the pre-search are off.
     except LimitExceeded as exc:
         return SymbolIndex(dict(known), len(known), unlisted=str(exc))
+    except ToolError:  # rg missing or past the deadline: what was known stays, the cache untouched
+        return SymbolIndex(dict(known), len(known))
     sources = sorted(p for p in listed if suffix(p) in SOURCE_SUFFIXES)
     files: dict[str, Entry] = {}
     parsed = 0

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
-from aforo.errors import LimitExceeded, ToolError
+from aforo.errors import ToolError, ToolLimitExceeded
 from aforo.limits import CHILD_MEMORY_BYTES, Limit, MiB
 from aforo.protocols import ToolContext
 from aforo.tools.deadline import POLL_S, Interrupted, check, interruption
@@ -202,7 +202,7 @@ class RgProcess:
         if self._interrupted is not None:
             raise self._interrupted
         if self._out_of_memory():
-            raise LimitExceeded(
+            raise ToolLimitExceeded(
                 self._limit(), f"ripgrep ran out of memory{_ignore_hint(self._cwd, self._ctx)}"
             )
         return self._outcome
