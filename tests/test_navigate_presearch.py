@@ -265,6 +265,16 @@ def test_one_named_file_alone_is_no_search(tmp_path: Path) -> None:
     assert Navigator(tmp_path, 8192).guide("Read counter.py and explain it.", (), set()).messages == ()
 
 
+def test_named_files_with_nothing_found_are_no_search_unless_the_question_is_of_length(tmp_path: Path) -> None:
+    # The three-file task (bench/real_tasks.py): their line counts do not say which defines the most
+    # functions; given them as a Glob, the 0.5B called the same Glob again, then answered "alpha.py".
+    shutil.copytree(Path(__file__).parents[1] / "examples" / "tasks" / "trio", tmp_path / "trio")
+    question = "Read alpha.py, beta.py and gamma.py and tell me which defines the most functions"
+    assert Navigator(tmp_path / "trio", 8192).guide(question, (), set()).messages == ()
+    tool, _, content = presearch_of(tmp_path / "trio", "Which is longest, alpha.py, beta.py or gamma.py?")
+    assert tool == "Glob" and "beta.py is the longest (17 lines)" in content, content
+
+
 def test_prose_that_says_use_is_no_import(tmp_path: Path) -> None:
     (tmp_path / "CHANGES.rst").write_text("To use a different zlib, pass it.\n")
     (tmp_path / "url_safe.py").write_text("import typing\nimport zlib\n")

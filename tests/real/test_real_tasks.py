@@ -116,7 +116,9 @@ def test_the_servers_cache_hit_settles_the_same_step_without_a_check(real_server
     # llama-server reports how much of each prompt came from its cache: all of the previous prompt.
     done, records, result = ten_files(real_server_url)
     assert done.returncode == 0 and result["ending"] == "end_turn", done.stderr[-2000:]
-    assert [r.kind for r in records if r.kind != "chat"] == [], records
+    # No check of any step. A compaction may come (no window given: 4 096 assumed, and the ten reads
+    # with the system prompt pass its threshold); it is the governor's own request, not a check.
+    assert "verify" not in [r.kind for r in records], records
     assert records[1].cache_n >= records[0].prompt_n, records
 
 

@@ -129,7 +129,10 @@ def search(
     # in few files, which says more about where to look than one mentioned everywhere.
     regions += [m[-1] for m in sorted(mentioned, key=lambda m: (*m[:3], m[3].path, m[3].line))]
     named = _named_files(files, index, question_paths(question))
-    if not regions and len(named) < 2:
+    # With nothing found, the named files' lengths are all the search has: the answer to a question of
+    # length, and no help for any other ("Read alpha.py, beta.py and gamma.py and tell me which defines
+    # the most functions": the 0.5B called the same Glob again, then answered from the line counts).
+    if not regions and (len(named) < 2 or kind != COMPARE):
         return None
     said = facts(kind, [_place(index, r) for r in regions], named)
     if not found:
