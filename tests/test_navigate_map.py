@@ -15,12 +15,13 @@ from aforo.context.tokens import Count
 from aforo.loop.prompt import system_prompt
 from aforo.messages import Request
 from aforo.navigate.guide import Navigator
-from aforo.navigate.index import build_index, cache_path, symbols
+from aforo.navigate.index import SymbolIndex, build_index
 from aforo.navigate.repomap import MAP_PART
 from aforo.navigate.terms import compound_terms, parts, question_paths, question_terms, stem
 from aforo.reply_format import definition_chars
 from aforo.tools import syntax as module
 from aforo.tools.registry import default_registry
+from aforo.tools.symbol_cache import SymbolCache, cache_path, symbols
 from aforo.tools.syntax import CLASS, CONSTANT, FUNCTION
 
 WINDOW = 4096
@@ -199,18 +200,26 @@ def test_context_shows_the_map_as_its_own_section(tmp_path: Path) -> None:
 def test_the_index_is_cached_by_mtime_and_size(tmp_path: Path) -> None:
     ws = big_workspace(tmp_path / "ws", files=5)
     cache = cache_path(ws)
-    cold = build_index(ws, cache)
+    cold = build_index(SymbolCache(ws, cache))
     assert cold.parsed == 7 and cache.is_file()
-    warm = build_index(ws, cache)
-    assert warm.parsed == 0 and warm.files == cold.files
+    warm = build_index(SymbolCache(ws, cache))  # the next start
+    assert warm.parsed == 0 and held(warm) == held(cold)
     core = ws / "pkg" / "widgets.py"
     core.write_text("class Gadget:\n    pass\n")
     os.utime(core, ns=(1, 1))  # a different mtime even on a coarse clock
-    changed = build_index(ws, cache)
+    changed = build_index(SymbolCache(ws, cache))
     assert changed.parsed == 1
     assert [d.name for d in changed.files["pkg/widgets.py"].symbols.definitions] == ["Gadget"]
     cache.write_text("{broken")  # a broken cache costs a rebuild, not the map
-    assert build_index(ws, cache).parsed == 7
+    assert build_index(SymbolCache(ws, cache)).parsed == 7
+
+
+def held(index: SymbolIndex) -> dict[str, list[tuple[object, ...]]]:
+    """What the index holds of each file, but the signatures (the cache keeps none on disk)."""
+    return {
+        path: [(*s[1:6], s.depth) for s in e.symbols.definitions] + [e.symbols.names, e.size]
+        for path, e in index.files.items()
+    }
 
 
 def test_a_language_without_its_grammar_defines_nothing_but_its_names_count(
@@ -228,15 +237,15 @@ def test_a_listing_that_fails_keeps_what_was_known(tmp_path: Path, monkeypatch: 
 
     ws = big_workspace(tmp_path / "ws", files=3)
     cache = cache_path(ws)
-    before = build_index(ws, cache)
+    before = build_index(SymbolCache(ws, cache))
     saved = cache.read_bytes()
 
     def fail(*_: object) -> set[str]:
         raise ToolError("rg was interrupted")
 
     monkeypatch.setattr(index_module, "list_files", fail)
-    after = build_index(ws, cache)
-    assert after.files == before.files and cache.read_bytes() == saved
+    after = build_index(SymbolCache(ws, cache))
+    assert held(after) == held(before) and cache.read_bytes() == saved
 
 
 def test_a_word_and_an_identifier_meet_at_their_stems() -> None:

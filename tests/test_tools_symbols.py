@@ -15,6 +15,7 @@ from aforo.limits import SYMBOL_FILES
 from aforo.protocols import ToolContext
 from aforo.tools import Find, Read, read_tool, symbols
 from aforo.tools.registry import default_registry
+from aforo.tools.symbol_cache import SymbolCache
 from aforo.tools.symbols import definitions, file_sites, mentions
 from aforo.tools.syntax import outline
 
@@ -76,13 +77,13 @@ def test_an_outline_has_the_top_level_and_the_classes_with_lines_and_signatures(
 
 
 def test_definitions_by_name_and_by_qualified_name(ws: Path) -> None:
-    assert [s.cite() for s in definitions(ws, "group", ctx(ws))] == [
+    assert [s.cite() for s in definitions(SymbolCache(ws), "group", ctx(ws))] == [
         "pkg/shapes.py:16: def group(name=None, **attrs):"
     ]
-    assert [(s.path, s.line) for s in definitions(ws, "Shape.area", ctx(ws))] == [("pkg/shapes.py", 11)]
-    assert [(s.path, s.line) for s in definitions(ws, "area", ctx(ws))] == [("pkg/shapes.py", 11)]
-    assert definitions(ws, "Other.area", ctx(ws)) == []
-    assert definitions(ws, "not a name", ctx(ws)) == []
+    assert [(s.path, s.line) for s in definitions(SymbolCache(ws), "Shape.area", ctx(ws))] == [("pkg/shapes.py", 11)]
+    assert [(s.path, s.line) for s in definitions(SymbolCache(ws), "area", ctx(ws))] == [("pkg/shapes.py", 11)]
+    assert definitions(SymbolCache(ws), "Other.area", ctx(ws)) == []
+    assert definitions(SymbolCache(ws), "not a name", ctx(ws)) == []
 
 
 def test_mentions_are_whole_words_in_any_text_file_in_path_order(ws: Path) -> None:
@@ -95,10 +96,10 @@ def test_mentions_are_whole_words_in_any_text_file_in_path_order(ws: Path) -> No
 
 
 def test_a_changed_file_is_parsed_again(ws: Path) -> None:
-    path = ws / "pkg" / "use.py"
-    assert [s.name for s in file_sites(path, "pkg/use.py")] == ["x"]
+    path, cache = ws / "pkg" / "use.py", SymbolCache(ws)
+    assert [s.name for s in file_sites(cache, path)] == ["x"]
     path.write_text("def y():\n    pass\n\n\ndef zz():\n    pass\n")
-    assert [s.name for s in file_sites(path, "pkg/use.py")] == ["y", "zz"]
+    assert [s.name for s in file_sites(cache, path)] == ["y", "zz"]
 
 
 def test_find_gives_definitions_with_signatures_then_uses(ws: Path) -> None:
@@ -422,7 +423,7 @@ def test_read_hash_name_reads_a_definition_of_go_and_typescript(polyglot: Path) 
 
 
 def test_the_tools_and_the_map_read_one_syntax_tree(polyglot: Path) -> None:
-    from aforo.navigate.index import symbols
+    from aforo.tools.symbol_cache import symbols
 
     for path in ("srv/serve.go", "web/view.ts", "pkg/shapes.py"):
         source = SHAPES if path.endswith(".py") else (polyglot / path).read_text()

@@ -23,6 +23,7 @@ from aforo.limits import CHILD_MEMORY_BYTES, MiB
 from aforo.navigate import index as index_module
 from aforo.navigate.guide import Navigator
 from aforo.navigate.index import build_index
+from aforo.tools.symbol_cache import SymbolCache
 from aforo.protocols import ToolContext
 from aforo.tools import ripgrep
 from aforo.tools.glob_tool import Glob
@@ -117,7 +118,7 @@ def test_the_map_goes_on_without_a_listing_that_reaches_the_cap(tmp_path: Path) 
     # Issue 39 D2: the cap's error is a LimitExceeded, which the map's builder let through (it caught
     # only tool errors): a traceback on every question.
     ws = workspace(tmp_path, 200_000)
-    index = build_index(ws)
+    index = build_index(SymbolCache(ws))
     assert index.files == {}
     assert index.unlisted is not None
     assert "ripgrep ran out of memory" in index.unlisted and "child_memory_bytes" in index.unlisted

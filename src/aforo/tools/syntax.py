@@ -19,6 +19,8 @@ from functools import cache
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
+from aforo.tools.names import show
+
 CLASS, FUNCTION, CONSTANT = "class", "def", "const"
 PYTHON_SUFFIXES = (".py", ".pyi")
 _SIGNATURE_CHARS = 160
@@ -49,7 +51,7 @@ class Site(NamedTuple):
         return self.name.rpartition(".")[0]
 
     def cite(self) -> str:
-        return f"{self.path}:{self.line}: {self.signature}"
+        return f"{show(self.path)}:{self.line}: {self.signature}"
 
 
 class Parsed(NamedTuple):
@@ -186,54 +188,48 @@ def _python(source: str | bytes, path: str) -> Parsed | None:
         return None
     text = source.decode("utf-8", errors="replace") if isinstance(source, bytes) else source
     sites: list[Site] = []
-    _walk(tree.body, "", 0, text.splitlines(), path, sites)
+    _walk(tree.body, "", 0, text.splitlines(), path, sites, False)
     return Parsed(sites, _python_names(tree))
 
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
 def _walk(
-    body: list[ast.stmt], prefix: str, depth: int, lines: list[str], path: str, out: list[Site]
+    body: list[ast.stmt], prefix: str, depth: int, lines: list[str], path: str, out: list[Site], local: bool
 ) -> None:
-    for node in body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+    """The definitions of `body`, those nested in its definitions under a qualified name (`Group.command`,
+    `outer.inner`); its constants unless it is a function's (`local`: its assignments are its state)."""
+    for node in _statements(body):
+        if isinstance(node, _DEFINITIONS):
             kind = CLASS if isinstance(node, ast.ClassDef) else FUNCTION
             start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             end = node.end_lineno or node.lineno
             # The header runs to the line before the body's first statement (or is the only line).
             header_end = max(node.lineno, node.body[0].lineno - 1) if node.body else node.lineno
             signature = _joined(lines[node.lineno - 1 : header_end])
-            out.append(
-                Site(
-                    path=path,
-                    name=prefix + node.name,
-                    kind=kind,
-                    line=node.lineno,
-                    start=start,
-                    end=end,
-                    signature=signature,
-                    depth=depth,
-                )
-            )
-            if isinstance(node, ast.ClassDef):
-                _walk(node.body, f"{prefix}{node.name}.", depth + 1, lines, path, out)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            out.append(Site(path, prefix + node.name, kind, node.lineno, start, end, signature, depth))
+            _walk(node.body, f"{prefix}{node.name}.", depth + 1, lines, path, out, kind == FUNCTION)
+        elif not local and isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             end = node.end_lineno or node.lineno
             signature = _joined(lines[node.lineno - 1 : node.lineno])
             for target in targets:
                 if isinstance(target, ast.Name):
-                    line = node.lineno
-                    out.append(
-                        Site(
-                            path=path,
-                            name=prefix + target.id,
-                            kind=CONSTANT,
-                            line=line,
-                            start=line,
-                            end=end,
-                            signature=signature,
-                            depth=depth,
-                        )
-                    )
+                    name, line = prefix + target.id, node.lineno
+                    out.append(Site(path, name, CONSTANT, line, line, end, signature, depth))
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a block, then the definitions in its compound statements' blocks (a `def` under
+    `if`, `try` or `with` is defined there all the same)."""
+    for node in body:
+        yield node
+        if not isinstance(node, _DEFINITIONS):
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(node, field, ()):
+                    block = [child] if isinstance(child, ast.stmt) else child.body
+                    yield from (n for n in _statements(block) if isinstance(n, _DEFINITIONS))
 
 
 def _python_names(tree: ast.Module) -> Iterator[str]:
@@ -286,15 +282,41 @@ def _tree_sitter(grammar: Grammar, source: str | bytes, path: str) -> Parsed | N
     sites: list[Site] = []
     for node in root.named_children:
         for top in _unwrap(grammar, node):
-            name = _name(top)
-            if not name:
-                continue
-            sites.append(_site(path, name, grammar.kinds[top.type], top, 0, lines))
-            body = top.child_by_field_name("body")
-            for member in body.named_children if body is not None else ():
-                if member.type in grammar.members and (method := _name(member)):
-                    sites.append(_site(path, f"{name}.{method}", FUNCTION, member, 1, lines))
+            kind, name = _kind(grammar, top, nested=False), _name(top)
+            if kind and name:
+                sites.append(_site(path, name, kind, top, 0, lines))
+                sites += _nested(grammar, top, name, path, lines)
     return Parsed(sites, _leaf_names(root))
+
+
+# A declarator whose value is one of these defines a function (`const b = () => ...`), not a constant.
+_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
+
+
+def _kind(grammar: Grammar, node: Any, nested: bool) -> str | None:
+    """What `node` defines; inside a definition only functions, methods and classes with a body (a
+    function's `const n = 2` is its state, C's `struct s *p` names a type it does not define)."""
+    value = node.child_by_field_name("value") if node.type == "variable_declarator" else None
+    if value is not None and value.type in _FUNCTION_VALUES:
+        return FUNCTION
+    kind = FUNCTION if nested and node.type in grammar.members else grammar.kinds.get(node.type)
+    if not nested or kind == FUNCTION:
+        return kind
+    return kind if kind == CLASS and node.child_by_field_name("body") is not None else None
+
+
+def _nested(grammar: Grammar, top: Any, name: str, path: str, lines: list[bytes]) -> Iterator[Site]:
+    """The definitions inside `top` at any depth, each qualified by those that hold it (`Command.run`,
+    `setup.createDebug`): the innermost holds a call, and names its caller."""
+    holding = [(top.end_byte, name)]  # the definitions around the node, innermost last
+    for node in nodes(top):
+        while len(holding) > 1 and node.start_byte >= holding[-1][0]:
+            holding.pop()
+        if node == top or not (kind := _kind(grammar, node, nested=True)) or not (own := _name(node)):
+            continue
+        qualified = f"{holding[-1][1]}.{own}"
+        yield _site(path, qualified, kind, node, len(holding), lines)
+        holding.append((node.end_byte, qualified))
 
 
 def _site(path: str, name: str, kind: str, node: Any, depth: int, lines: list[bytes]) -> Site:
