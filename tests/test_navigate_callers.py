@@ -83,7 +83,11 @@ def test_python_closures_and_methods_of_local_classes_are_the_callers(tmp_path: 
 @pytest.mark.parametrize(
     ("path", "source", "nested"),
     [
-        ("m.ts", "function a() {\n  function b() {}\n  class C {\n    d() {}\n  }\n}\n", ["a.b", "a.C", "a.C.d"]),
+        (
+            "m.ts",
+            "function a() {\n  function b() {}\n  class C {\n    d() {}\n  }\n}\n",
+            ["a.b", "a.C", "a.C.d"],
+        ),
         ("m.js", "function a() {\n  const b = () => 1;\n  const n = 2;\n}\n", ["a.b"]),
         ("m.rs", "fn a() {\n    fn b() {}\n}\n", ["a.b"]),
         ("A.java", "class A {\n  class B {\n    void c() {}\n  }\n}\n", ["A.B", "A.B.c"]),

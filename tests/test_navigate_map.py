@@ -214,10 +214,10 @@ def test_the_index_is_cached_by_mtime_and_size(tmp_path: Path) -> None:
     assert build_index(SymbolCache(ws, cache)).parsed == 7
 
 
-def held(index: SymbolIndex) -> dict[str, list[tuple[object, ...]]]:
-    """What the index holds of each file, but the signatures (the cache keeps none on disk)."""
+def held(index: SymbolIndex) -> dict[str, object]:
+    """What the index shows of each file, but the signatures (the cache keeps none on disk)."""
     return {
-        path: [(*s[1:6], s.depth) for s in e.symbols.definitions] + [e.symbols.names, e.size]
+        path: ([(*s[1:6], s.depth) for s in index.shown[path]], e.symbols.names, e.size)
         for path, e in index.files.items()
     }
 
@@ -257,3 +257,26 @@ def test_a_word_and_an_identifier_meet_at_their_stems() -> None:
         "status",
     )
     assert parts("MAX_RETRIES") == ["max", "retries"] and parts("HTTPClient") == ["http", "client"]
+
+
+def test_the_tools_and_the_map_share_one_symbol_cache_that_keeps_no_source_on_disk(tmp_path: Path) -> None:
+    ws = big_workspace(tmp_path / "ws", files=3)
+    token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+    (ws / "pkg" / "keys.py").write_text(f'GITHUB_TOKEN = "{token}"\n\n\ndef sign(value):\n    return value\n')
+    symbols = SymbolCache(ws, cache_path(ws))
+    navigator = Navigator(ws, WINDOW, symbols=symbols)
+    index = navigator.index()
+    parsed = symbols.files["pkg/keys.py"]
+    assert index.files["pkg/keys.py"] is parsed
+    found = default_registry(ws, symbols).execute("Find", {"name": "sign"})
+    assert "pkg/keys.py:4: def sign(value):" in found.content
+    assert symbols.files["pkg/keys.py"] is parsed  # Find parsed nothing again: the map's entry served
+    # The next start reads the cache from disk: no signature, no source text, so no secret.
+    assert token not in cache_path(ws).read_text() and "def sign" not in cache_path(ws).read_text()
+    again = SymbolCache(ws, cache_path(ws))
+    assert build_index(again).parsed == 0
+    found = default_registry(ws, again).execute("Find", {"name": "GITHUB_TOKEN"})
+    assert f'pkg/keys.py:1: GITHUB_TOKEN = "{token}"' in found.content  # parsed again for its signature
+    navigator = Navigator(ws, WINDOW, symbols=again)
+    navigator.index(refresh=True)
+    assert token not in cache_path(ws).read_text()

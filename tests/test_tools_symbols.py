@@ -80,8 +80,12 @@ def test_definitions_by_name_and_by_qualified_name(ws: Path) -> None:
     assert [s.cite() for s in definitions(SymbolCache(ws), "group", ctx(ws))] == [
         "pkg/shapes.py:16: def group(name=None, **attrs):"
     ]
-    assert [(s.path, s.line) for s in definitions(SymbolCache(ws), "Shape.area", ctx(ws))] == [("pkg/shapes.py", 11)]
-    assert [(s.path, s.line) for s in definitions(SymbolCache(ws), "area", ctx(ws))] == [("pkg/shapes.py", 11)]
+    assert [(s.path, s.line) for s in definitions(SymbolCache(ws), "Shape.area", ctx(ws))] == [
+        ("pkg/shapes.py", 11)
+    ]
+    assert [(s.path, s.line) for s in definitions(SymbolCache(ws), "area", ctx(ws))] == [
+        ("pkg/shapes.py", 11)
+    ]
     assert definitions(SymbolCache(ws), "Other.area", ctx(ws)) == []
     assert definitions(SymbolCache(ws), "not a name", ctx(ws)) == []
 

@@ -23,12 +23,12 @@ from aforo.limits import CHILD_MEMORY_BYTES, MiB
 from aforo.navigate import index as index_module
 from aforo.navigate.guide import Navigator
 from aforo.navigate.index import build_index
-from aforo.tools.symbol_cache import SymbolCache
 from aforo.protocols import ToolContext
 from aforo.tools import ripgrep
 from aforo.tools.glob_tool import Glob
 from aforo.tools.grep_tool import Grep
 from aforo.tools.registry import ToolRegistry
+from aforo.tools.symbol_cache import SymbolCache
 from faults.server import misbehaving_app, openai_chunk, sse
 from support.cli import AFORO
 from support.live_server import LiveServer

@@ -24,7 +24,6 @@ import os
 import stat
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -33,8 +32,8 @@ from aforo.limits import MAP_FILE_BYTES, MAP_FILES, MAP_SECONDS
 from aforo.navigate.terms import parts, stem
 from aforo.protocols import ToolContext
 from aforo.tools.ripgrep import list_files
-from aforo.tools.symbol_cache import Entry, SymbolCache
-from aforo.tools.syntax import CONSTANT, SOURCE_SUFFIXES, Site, is_python, suffix
+from aforo.tools.symbol_cache import Entry, SymbolCache, listed
+from aforo.tools.syntax import CONSTANT, SOURCE_SUFFIXES, Site, suffix
 
 
 @dataclass(frozen=True)
@@ -52,11 +51,8 @@ class SymbolIndex:
 
     @cached_property
     def shown(self) -> dict[str, tuple[Site, ...]]:
-        """Each file's definitions that the map and "where is X defined" know: classes and functions at
-        every depth, constants at the top level. Python's constants are those by convention (a module's
-        `logger = ...` or `app = ...` would crowd the map); other languages declare theirs (const,
-        static, #define)."""
-        return {path: tuple(_shown(e.symbols.definitions, is_python(path))) for path, e in self.files.items()}
+        """Each file's definitions that the map and "where is X defined" know (`symbol_cache.listed`)."""
+        return {path: listed(entry.symbols, path) for path, entry in self.files.items()}
 
     @cached_property
     def definitions(self) -> dict[str, list[Site]]:
@@ -142,10 +138,3 @@ def _known(symbols: SymbolCache, previous: SymbolIndex | None) -> dict[str, Entr
     if previous is not None:
         return dict(previous.files)
     return {path: e for path, e in symbols.files.items() if suffix(path) in SOURCE_SUFFIXES}
-
-
-def _shown(sites: Iterable[Site], python: bool) -> Iterator[Site]:
-    for site in sites:
-        conventional = not python or (site.name.isupper() and not site.name.startswith("__"))
-        if site.kind != CONSTANT or (site.depth == 0 and conventional):
-            yield site

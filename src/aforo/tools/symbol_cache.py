@@ -7,9 +7,10 @@ so a file read for one is not parsed again for another. An entry holds every def
 that holds a line) and the names the file uses (identifiers, attributes, modules; a file that does not
 parse, or whose grammar is not installed, has its identifiers scanned), at most `map_names`.
 
-The cache is kept on disk between runs (one file per workspace in the state directory), without the
-definitions' signatures: a signature is the file's text (`TOKEN = "ghp_…"`), which must not reach disk.
-An entry read back from disk is unsigned; the first tool that cites a signature parses its file again.
+The cache is kept on disk between runs (one file per workspace in the state directory) with what the
+index lists (`listed`) and without the definitions' signatures: a signature is the file's text (`TOKEN =
+"ghp_…"`), which must not reach disk, and the rest would only slow every start. An entry read back
+from disk is not `complete`; the first tool that cites one of its file's definitions parses it again.
 A cache file that cannot be read or written costs time, never an answer.
 """
 
@@ -29,7 +30,7 @@ from aforo.errors import StoreError
 from aforo.limits import MAP_NAMES, STATE_FILE_BYTES
 from aforo.store.atomic import atomic_write, encode_json
 from aforo.store.paths import state_dir
-from aforo.tools.syntax import Site, has_syntax, parse
+from aforo.tools.syntax import CONSTANT, Site, has_syntax, is_python, parse
 
 CACHE_VERSION = 3  # 3: every definition at every depth (2 held the map's only), no signature
 _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
@@ -39,7 +40,8 @@ _IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 class FileSymbols:
     definitions: tuple[Site, ...]  # every definition, in file order
     names: tuple[str, ...]  # each name the file uses, once, at most MAP_NAMES of them
-    signed: bool = True  # False: read back from disk, every signature ""
+    # False: read back from disk, with what the index shows (`listed`) and no signature.
+    complete: bool = True
     whole: bool = True  # False: not parsed, the file being larger than the limit it was read with
 
 
@@ -82,13 +84,14 @@ class SymbolCache:
         entry = self.files.get(path)
         return entry if entry is not None and entry.fresh(info) else None
 
-    def read(self, path: str, info: os.stat_result, limit: int, signed: bool = False) -> Entry:
-        """The entry of `path` as the file is now, parsed unless cached (or cached without signatures
-        when `signed`); a file larger than `limit` bytes, or one that cannot be read, defines nothing."""
+    def read(self, path: str, info: os.stat_result, limit: int, complete: bool = False) -> Entry:
+        """The entry of `path` as the file is now, parsed unless cached (or cached from disk, when the
+        caller needs it `complete`: signatures, every constant); a file larger than `limit` bytes, or
+        one that cannot be read, defines nothing."""
         entry = self.known(path, info)
         if (
             entry is None
-            or (signed and not entry.symbols.signed)
+            or (complete and not entry.symbols.complete)
             or (not entry.symbols.whole and info.st_size <= limit)
         ):
             entry = Entry(info.st_mtime_ns, info.st_size, _parse(self.root / path, path, info.st_size, limit))
@@ -102,7 +105,7 @@ class SymbolCache:
         kept = {path for path in paths if path in files}
         if self._disk is None or kept == self._saved:
             return
-        rows = {path: _row(files[path]) for path in sorted(kept)}
+        rows = {path: _row(path, files[path]) for path in sorted(kept)}
         with contextlib.suppress(StoreError):  # the next start parses again: slower, never wrong
             atomic_write(self._disk, encode_json({"version": CACHE_VERSION, "files": rows}))
             self._saved = kept
@@ -114,6 +117,20 @@ def symbols(path: str, data: bytes) -> FileSymbols:
     if found is None:
         return FileSymbols((), _first_names(m.group().decode() for m in _IDENTIFIER.finditer(data)))
     return FileSymbols(tuple(found.sites), _first_names(found.names))
+
+
+def listed(symbols: FileSymbols, path: str) -> tuple[Site, ...]:
+    """The definitions an index lists (and the disk keeps): classes and functions at every depth,
+    constants at the top level. Python's constants are those by convention (a module's `logger = ...`
+    or `app = ...` would crowd the map); other languages declare theirs (const, static, #define)."""
+    return tuple(_listed(symbols.definitions, is_python(path)))
+
+
+def _listed(sites: Iterable[Site], python: bool) -> Iterator[Site]:
+    for site in sites:
+        conventional = not python or (site.name.isupper() and not site.name.startswith("__"))
+        if site.kind != CONSTANT or (site.depth == 0 and conventional):
+            yield site
 
 
 def _first_names(names: Iterator[str]) -> tuple[str, ...]:
@@ -165,9 +182,10 @@ def _entry(path: str, row: list[Any]) -> Entry:
     # The fields the map and the pre-search compute with; a cache of another shape is rebuilt.
     if not all(type(d.line) is int and type(d.end) is int and type(d.name) is str for d in found):
         raise TypeError("a definition of another shape")
-    return Entry(mtime_ns, size, FileSymbols(found, tuple(names), signed=False, whole=whole is True))
+    return Entry(mtime_ns, size, FileSymbols(found, tuple(names), complete=False, whole=whole is True))
 
 
-def _row(e: Entry) -> list[Any]:
-    sites = [[s.name, s.kind, s.line, s.start, s.end, s.depth] for s in e.symbols.definitions]
+def _row(path: str, e: Entry) -> list[Any]:
+    listed = _listed(e.symbols.definitions, is_python(path))
+    sites = [[s.name, s.kind, s.line, s.start, s.end, s.depth] for s in listed]
     return [e.mtime_ns, e.size, sites, e.symbols.names, e.symbols.whole]

@@ -62,7 +62,7 @@ def file_sites(symbols: SymbolCache, path: Path, ctx: ToolContext | None = None)
         return []
     relative = real.relative_to(symbols.root).as_posix()
     limit = int(SYMBOL_FILE_BYTES.value)
-    return list(symbols.read(relative, info, limit, signed=True).symbols.definitions)
+    return list(symbols.read(relative, info, limit, complete=True).symbols.definitions)
 
 
 def cache_for(symbols: SymbolCache | None, root: Path) -> SymbolCache:
