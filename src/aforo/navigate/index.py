@@ -32,7 +32,7 @@ from aforo.limits import MAP_FILE_BYTES, MAP_FILES, MAP_SECONDS
 from aforo.navigate.terms import parts, stem
 from aforo.protocols import ToolContext
 from aforo.tools.ripgrep import list_files
-from aforo.tools.symbol_cache import Entry, SymbolCache, listed
+from aforo.tools.symbol_cache import Entry, SymbolCache
 from aforo.tools.syntax import CONSTANT, SOURCE_SUFFIXES, Site, suffix
 
 
@@ -51,8 +51,8 @@ class SymbolIndex:
 
     @cached_property
     def shown(self) -> dict[str, tuple[Site, ...]]:
-        """Each file's definitions that the map and "where is X defined" know (`symbol_cache.listed`)."""
-        return {path: listed(entry.symbols, path) for path, entry in self.files.items()}
+        """Each file's definitions that the map and "where is X defined" know (`FileSymbols.listed`)."""
+        return {path: entry.symbols.listed for path, entry in self.files.items()}
 
     @cached_property
     def definitions(self) -> dict[str, list[Site]]:

@@ -23,6 +23,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,19 @@ class FileSymbols:
     # False: read back from disk, with what the index shows (`listed`) and no signature.
     complete: bool = True
     whole: bool = True  # False: not parsed, the file being larger than the limit it was read with
+
+    @cached_property
+    def listed(self) -> tuple[Site, ...]:
+        """The definitions an index lists (and the disk keeps): classes and functions at every depth,
+        constants at the top level. Python's constants are those by convention (a module's `logger =
+        ...` or `app = ...` would crowd the map); other languages declare theirs (const, static,
+        #define). Kept with the entry: every question's index asks again."""
+        return tuple(site for site in self.definitions if _listed(site))
+
+
+def _listed(site: Site) -> bool:
+    conventional = not is_python(site.path) or (site.name.isupper() and not site.name.startswith("__"))
+    return site.kind != CONSTANT or (site.depth == 0 and conventional)
 
 
 @dataclass(frozen=True)
@@ -105,7 +119,7 @@ class SymbolCache:
         kept = {path for path in paths if path in files}
         if self._disk is None or kept == self._saved:
             return
-        rows = {path: _row(path, files[path]) for path in sorted(kept)}
+        rows = {path: _row(files[path]) for path in sorted(kept)}
         with contextlib.suppress(StoreError):  # the next start parses again: slower, never wrong
             atomic_write(self._disk, encode_json({"version": CACHE_VERSION, "files": rows}))
             self._saved = kept
@@ -117,20 +131,6 @@ def symbols(path: str, data: bytes) -> FileSymbols:
     if found is None:
         return FileSymbols((), _first_names(m.group().decode() for m in _IDENTIFIER.finditer(data)))
     return FileSymbols(tuple(found.sites), _first_names(found.names))
-
-
-def listed(symbols: FileSymbols, path: str) -> tuple[Site, ...]:
-    """The definitions an index lists (and the disk keeps): classes and functions at every depth,
-    constants at the top level. Python's constants are those by convention (a module's `logger = ...`
-    or `app = ...` would crowd the map); other languages declare theirs (const, static, #define)."""
-    return tuple(_listed(symbols.definitions, is_python(path)))
-
-
-def _listed(sites: Iterable[Site], python: bool) -> Iterator[Site]:
-    for site in sites:
-        conventional = not python or (site.name.isupper() and not site.name.startswith("__"))
-        if site.kind != CONSTANT or (site.depth == 0 and conventional):
-            yield site
 
 
 def _first_names(names: Iterator[str]) -> tuple[str, ...]:
@@ -185,7 +185,6 @@ def _entry(path: str, row: list[Any]) -> Entry:
     return Entry(mtime_ns, size, FileSymbols(found, tuple(names), complete=False, whole=whole is True))
 
 
-def _row(path: str, e: Entry) -> list[Any]:
-    listed = _listed(e.symbols.definitions, is_python(path))
-    sites = [[s.name, s.kind, s.line, s.start, s.end, s.depth] for s in listed]
+def _row(e: Entry) -> list[Any]:
+    sites = [[s.name, s.kind, s.line, s.start, s.end, s.depth] for s in e.symbols.listed]
     return [e.mtime_ns, e.size, sites, e.symbols.names, e.symbols.whole]
