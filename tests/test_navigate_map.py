@@ -280,3 +280,14 @@ def test_the_tools_and_the_map_share_one_symbol_cache_that_keeps_no_source_on_di
     navigator = Navigator(ws, WINDOW, symbols=again)
     navigator.index(refresh=True)
     assert token not in cache_path(ws).read_text()
+
+
+def test_a_secret_in_a_file_that_does_not_parse_is_no_name_on_disk(tmp_path: Path) -> None:
+    # Without a syntax tree, the names a file uses come from a scan of its text, strings and all.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+    (ws / "keys.py").write_text(f'GITHUB_TOKEN = "{token}"\ndef broken(:\n    hashlib()\n')
+    index = build_index(SymbolCache(ws, cache_path(ws)))
+    assert {"GITHUB_TOKEN", "hashlib"} <= set(index.files["keys.py"].symbols.names)
+    assert token not in cache_path(ws).read_text()

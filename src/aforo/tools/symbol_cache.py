@@ -31,10 +31,11 @@ from aforo.errors import StoreError
 from aforo.limits import MAP_NAMES, STATE_FILE_BYTES
 from aforo.store.atomic import atomic_write, encode_json
 from aforo.store.paths import state_dir
+from aforo.store.redact import redact
 from aforo.tools.syntax import CONSTANT, Site, has_syntax, is_python, parse
 
 CACHE_VERSION = 3  # 3: every definition at every depth (2 held the map's only), no signature
-_IDENTIFIER = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,10 @@ def symbols(path: str, data: bytes) -> FileSymbols:
     """The definitions and used names of the file at `path` (its name picks the language)."""
     found = parse(data, path) if has_syntax(path) else None
     if found is None:
-        return FileSymbols((), _first_names(m.group().decode() for m in _IDENTIFIER.finditer(data)))
+        # No tree tells code from strings: a token in one (`"ghp_…"`) scans as a name, and the names
+        # go to disk. Scanned after the sessions' redaction, it is `REDACTED` there.
+        text = redact(data.decode("utf-8", errors="replace"))
+        return FileSymbols((), _first_names(m.group() for m in _IDENTIFIER.finditer(text)))
     return FileSymbols(tuple(found.sites), _first_names(found.names))
 
 
