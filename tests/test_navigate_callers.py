@@ -91,12 +91,29 @@ def test_python_closures_and_methods_of_local_classes_are_the_callers(tmp_path: 
         ("m.js", "function a() {\n  const b = () => 1;\n  const n = 2;\n}\n", ["a.b"]),
         ("m.rs", "fn a() {\n    fn b() {}\n}\n", ["a.b"]),
         ("A.java", "class A {\n  class B {\n    void c() {}\n  }\n}\n", ["A.B", "A.B.c"]),
+        # Closures bound to a name: Go's `f := func`, Rust's `let f = ||`, a Java lambda.
+        ("m.go", "package m\nfunc a() {\n\tb := func() {}\n\tb()\n}\n", ["a.b"]),
+        ("m.rs", "fn a() {\n    let b = || 1;\n}\n", ["a.b"]),
+        ("A.java", "class A {\n  void c() {\n    Runnable r = () -> {};\n  }\n}\n", ["A.c", "A.c.r"]),
     ],
 )
 def test_nested_definitions_in_every_language_of_the_map(path: str, source: str, nested: list[str]) -> None:
     sites = outline(source, path) or []
     assert [s.name for s in sites if s.depth > 0] == nested
     assert all(s.depth == s.name.count(".") for s in sites)
+
+
+def test_a_function_assigned_at_the_top_level_holds_its_calls(tmp_path: Path) -> None:
+    # express's and commander's shape: methods set on a prototype, functions on `exports`.
+    source = (
+        "function Router() {}\n\nRouter.prototype.handle = function (req) {\n  return dispatch(req);\n};\n"
+    )
+    source += "\nexports.route = (path) => dispatch(path);\n"
+    (tmp_path / "router.js").write_text(source)
+    content = presearch(tmp_path, "What calls dispatch?")
+    assert content.startswith(
+        "`dispatch` is called by Router.prototype.handle (router.js:4) and exports.route (router.js:7).\n"
+    ), content
 
 
 def test_the_map_shows_no_nested_function_as_a_method(tmp_path: Path) -> None:

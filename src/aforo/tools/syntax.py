@@ -14,14 +14,13 @@ import ast
 import importlib
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
+from aforo.tools.grammars import CLASS, CONSTANT, FUNCTION, GRAMMARS, Grammar, bound
 from aforo.tools.names import show
 
-CLASS, FUNCTION, CONSTANT = "class", "def", "const"
 PYTHON_SUFFIXES = (".py", ".pyi")
 _SIGNATURE_CHARS = 160
 
@@ -59,90 +58,6 @@ class Parsed(NamedTuple):
     names: Iterator[str]  # the names the file uses (identifiers, attributes, modules), read as asked
 
 
-@dataclass(frozen=True)
-class Grammar:
-    """How one language's tree-sitter nodes define names."""
-
-    module: str  # the grammar wheel's import name
-    entry: str  # its function that returns the language
-    kinds: dict[str, str]  # node type -> CLASS / FUNCTION / CONSTANT
-    wrappers: frozenset[str] = frozenset()  # nodes whose children define (export, const blocks)
-    members: frozenset[str] = frozenset()  # method nodes inside a class body
-
-
-_JS_KINDS = {
-    "function_declaration": FUNCTION,
-    "generator_function_declaration": FUNCTION,
-    "class_declaration": CLASS,
-    "variable_declarator": CONSTANT,
-}
-_JS_WRAPPERS = frozenset({"export_statement", "lexical_declaration", "variable_declaration"})
-_TS_KINDS = _JS_KINDS | {
-    "abstract_class_declaration": CLASS,
-    "interface_declaration": CLASS,
-    "type_alias_declaration": CLASS,
-    "enum_declaration": CLASS,
-}
-_METHODS = frozenset({"method_definition", "method_declaration", "function_item", "constructor_declaration"})
-
-GRAMMARS: dict[str, Grammar] = {
-    ".js": Grammar("tree_sitter_javascript", "language", _JS_KINDS, _JS_WRAPPERS, _METHODS),
-    ".ts": Grammar("tree_sitter_typescript", "language_typescript", _TS_KINDS, _JS_WRAPPERS, _METHODS),
-    ".tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS_KINDS, _JS_WRAPPERS, _METHODS),
-    ".go": Grammar(
-        "tree_sitter_go",
-        "language",
-        {
-            "function_declaration": FUNCTION,
-            "method_declaration": FUNCTION,
-            "type_spec": CLASS,
-            "const_spec": CONSTANT,
-            "var_spec": CONSTANT,
-        },
-        frozenset({"type_declaration", "const_declaration", "var_declaration"}),
-    ),
-    ".rs": Grammar(
-        "tree_sitter_rust",
-        "language",
-        {
-            "function_item": FUNCTION,
-            "struct_item": CLASS,
-            "enum_item": CLASS,
-            "trait_item": CLASS,
-            "type_item": CLASS,
-            "impl_item": CLASS,
-            "const_item": CONSTANT,
-            "static_item": CONSTANT,
-            "macro_definition": FUNCTION,
-        },
-        members=_METHODS,
-    ),
-    ".java": Grammar(
-        "tree_sitter_java",
-        "language",
-        {
-            "class_declaration": CLASS,
-            "interface_declaration": CLASS,
-            "enum_declaration": CLASS,
-            "record_declaration": CLASS,
-        },
-        members=_METHODS,
-    ),
-    ".c": Grammar(
-        "tree_sitter_c",
-        "language",
-        {
-            "function_definition": FUNCTION,
-            "struct_specifier": CLASS,
-            "enum_specifier": CLASS,
-            "type_definition": CLASS,
-            "preproc_def": CONSTANT,
-            "preproc_function_def": FUNCTION,
-        },
-    ),
-}
-GRAMMARS[".mjs"] = GRAMMARS[".jsx"] = GRAMMARS[".js"]
-GRAMMARS[".h"] = GRAMMARS[".c"]
 SOURCE_SUFFIXES = frozenset({".py", *GRAMMARS})
 
 
@@ -282,22 +197,17 @@ def _tree_sitter(grammar: Grammar, source: str | bytes, path: str) -> Parsed | N
     sites: list[Site] = []
     for node in root.named_children:
         for top in _unwrap(grammar, node):
-            kind, name = _kind(grammar, top, nested=False), _name(top)
+            kind, name = _kind(grammar, top, nested=False), bound(top) or _name(top)
             if kind and name:
                 sites.append(_site(path, name, kind, top, 0, lines))
                 sites += _nested(grammar, top, name, path, lines)
     return Parsed(sites, _leaf_names(root))
 
 
-# A declarator whose value is one of these defines a function (`const b = () => ...`), not a constant.
-_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
-
-
 def _kind(grammar: Grammar, node: Any, nested: bool) -> str | None:
     """What `node` defines; inside a definition only functions, methods and classes with a body (a
     function's `const n = 2` is its state, C's `struct s *p` names a type it does not define)."""
-    value = node.child_by_field_name("value") if node.type == "variable_declarator" else None
-    if value is not None and value.type in _FUNCTION_VALUES:
+    if bound(node):
         return FUNCTION
     kind = FUNCTION if nested and node.type in grammar.members else grammar.kinds.get(node.type)
     if not nested or kind == FUNCTION:
@@ -312,7 +222,9 @@ def _nested(grammar: Grammar, top: Any, name: str, path: str, lines: list[bytes]
     for node in nodes(top):
         while len(holding) > 1 and node.start_byte >= holding[-1][0]:
             holding.pop()
-        if node == top or not (kind := _kind(grammar, node, nested=True)) or not (own := _name(node)):
+        if node == top or not (kind := _kind(grammar, node, nested=True)):
+            continue
+        if not (own := bound(node) or _name(node)):
             continue
         qualified = f"{holding[-1][1]}.{own}"
         yield _site(path, qualified, kind, node, len(holding), lines)
@@ -341,7 +253,7 @@ def _site(path: str, name: str, kind: str, node: Any, depth: int, lines: list[by
 
 
 def _unwrap(grammar: Grammar, node: Any) -> Iterator[Any]:
-    if node.type in grammar.kinds:
+    if node.type in grammar.kinds or bound(node):
         yield node
     elif node.type in grammar.wrappers:
         for child in node.named_children:
