@@ -224,6 +224,16 @@ def test_a_long_python_file_without_question_names_is_its_outline(ws: Path) -> N
     assert result.facts.startswith("big.py: 246 lines; 21 functions: helper_000, helper_001")
 
 
+def test_a_long_files_outline_lists_no_function_nested_in_a_function(ws: Path) -> None:
+    wrapped = "\n\ndef traced(f):\n    def wrapper(*a):\n        return f(*a)\n\n    return wrapper\n"
+    (ws / "big.py").write_text(
+        long_module(20) + wrapped + "\n\nclass Box:\n    def open(self):\n        pass\n"
+    )
+    result = Read().run({"file_path": "big.py"}, ctx(ws, max_chars=1500))
+    assert "def traced(f):" in result.content and "    def open(self):" in result.content
+    assert "def wrapper" not in result.content
+
+
 def test_a_long_file_read_with_a_range_is_not_outlined(ws: Path) -> None:
     (ws / "big.py").write_text(long_module(60))
     out = read(ws, "big.py:1-3", max_chars=3000, question="group")
