@@ -20,6 +20,7 @@ import pytest
 
 from aforo.events import Warning
 from aforo.limits import CHILD_MEMORY_BYTES, MiB
+from aforo.loop.cited import Checker
 from aforo.navigate import index as index_module
 from aforo.navigate.guide import Navigator
 from aforo.navigate.index import build_index
@@ -145,6 +146,15 @@ def test_the_guide_says_once_that_the_map_and_the_pre_search_are_off(
     assert ".gitignore is 7.0 MiB" in warning.message
     assert first.messages == () and second.messages == () and second.events == ()
     assert len(listings) == 1  # not listed again for the next question: it would meet the same cap
+
+
+@pytest.mark.usefixtures("small_cap")
+def test_an_answers_citations_are_checked_without_a_listing_that_reaches_the_cap(tmp_path: Path) -> None:
+    # The check of an answer's citations lists the workspace too: past the cap, it caught only tool
+    # errors, and "It is in src/app.py:1." ended the run in a traceback. The cited path itself counts.
+    ws = workspace(tmp_path, 200_000)
+    verdicts = Checker(ws)("`main` is defined in src/app.py:1.")
+    assert verdicts and all(v.held for v in verdicts), verdicts
 
 
 def test_a_question_in_a_workspace_with_a_200_000_line_gitignore_is_answered(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aforo.citations import Definition, Facts, Verdict, check, find, matches, wanted
-from aforo.errors import ToolError
+from aforo.errors import LimitExceeded, ToolError
 from aforo.limits import CITATION_SECONDS, CITATIONS, READ_BYTES
 from aforo.protocols import ToolContext
 from aforo.tools.names import show
@@ -45,7 +45,8 @@ class Checker:
         root = self.workspace.resolve()
         try:
             listed = list_files(root, ctx)
-        except ToolError:
+        # rg past its memory cap (a huge .gitignore) is a LimitExceeded: the paths as cited still count.
+        except (ToolError, LimitExceeded):
             listed = set()
         files: dict[str, int] = {}
         for path in paths:
@@ -70,7 +71,7 @@ class Checker:
         for name in sorted(names):
             try:
                 sites = find_definitions(symbols, name, ctx).items
-            except ToolError:  # out of time: the names left are not judged
+            except (ToolError, LimitExceeded):  # out of time or memory: the names left are not judged
                 break
             found[name] = [Definition(show(s.path), s.line, s.start) for s in sites]
         return found
