@@ -52,11 +52,12 @@ class FileSymbols:
         constants at the top level. Python's constants are those by convention (a module's `logger =
         ...` or `app = ...` would crowd the map); other languages declare theirs (const, static,
         #define). Kept with the entry: every question's index asks again."""
-        return tuple(site for site in self.definitions if _listed(site))
+        python = bool(self.definitions) and is_python(self.definitions[0].path)  # one file, one language
+        return tuple(site for site in self.definitions if _listed(site, python))
 
 
-def _listed(site: Site) -> bool:
-    conventional = not is_python(site.path) or (site.name.isupper() and not site.name.startswith("__"))
+def _listed(site: Site, python: bool) -> bool:
+    conventional = not python or (site.name.isupper() and not site.name.startswith("__"))
     return site.kind != CONSTANT or (site.depth == 0 and conventional)
 
 
