@@ -15,12 +15,13 @@ from aforo.context.tokens import Count
 from aforo.loop.prompt import system_prompt
 from aforo.messages import Request
 from aforo.navigate.guide import Navigator
-from aforo.navigate.index import build_index, cache_path, symbols
+from aforo.navigate.index import SymbolIndex, build_index
 from aforo.navigate.repomap import MAP_PART
 from aforo.navigate.terms import compound_terms, parts, question_paths, question_terms, stem
 from aforo.reply_format import definition_chars
 from aforo.tools import syntax as module
 from aforo.tools.registry import default_registry
+from aforo.tools.symbol_cache import SymbolCache, cache_path, symbols
 from aforo.tools.syntax import CLASS, CONSTANT, FUNCTION
 
 WINDOW = 4096
@@ -199,18 +200,26 @@ def test_context_shows_the_map_as_its_own_section(tmp_path: Path) -> None:
 def test_the_index_is_cached_by_mtime_and_size(tmp_path: Path) -> None:
     ws = big_workspace(tmp_path / "ws", files=5)
     cache = cache_path(ws)
-    cold = build_index(ws, cache)
+    cold = build_index(SymbolCache(ws, cache))
     assert cold.parsed == 7 and cache.is_file()
-    warm = build_index(ws, cache)
-    assert warm.parsed == 0 and warm.files == cold.files
+    warm = build_index(SymbolCache(ws, cache))  # the next start
+    assert warm.parsed == 0 and held(warm) == held(cold)
     core = ws / "pkg" / "widgets.py"
     core.write_text("class Gadget:\n    pass\n")
     os.utime(core, ns=(1, 1))  # a different mtime even on a coarse clock
-    changed = build_index(ws, cache)
+    changed = build_index(SymbolCache(ws, cache))
     assert changed.parsed == 1
     assert [d.name for d in changed.files["pkg/widgets.py"].symbols.definitions] == ["Gadget"]
     cache.write_text("{broken")  # a broken cache costs a rebuild, not the map
-    assert build_index(ws, cache).parsed == 7
+    assert build_index(SymbolCache(ws, cache)).parsed == 7
+
+
+def held(index: SymbolIndex) -> dict[str, object]:
+    """What the index shows of each file, but the signatures (the cache keeps none on disk)."""
+    return {
+        path: ([(*s[1:6], s.depth) for s in index.shown[path]], e.symbols.names, e.size)
+        for path, e in index.files.items()
+    }
 
 
 def test_a_language_without_its_grammar_defines_nothing_but_its_names_count(
@@ -228,15 +237,15 @@ def test_a_listing_that_fails_keeps_what_was_known(tmp_path: Path, monkeypatch: 
 
     ws = big_workspace(tmp_path / "ws", files=3)
     cache = cache_path(ws)
-    before = build_index(ws, cache)
+    before = build_index(SymbolCache(ws, cache))
     saved = cache.read_bytes()
 
     def fail(*_: object) -> set[str]:
         raise ToolError("rg was interrupted")
 
     monkeypatch.setattr(index_module, "list_files", fail)
-    after = build_index(ws, cache)
-    assert after.files == before.files and cache.read_bytes() == saved
+    after = build_index(SymbolCache(ws, cache))
+    assert held(after) == held(before) and cache.read_bytes() == saved
 
 
 def test_a_word_and_an_identifier_meet_at_their_stems() -> None:
@@ -248,3 +257,37 @@ def test_a_word_and_an_identifier_meet_at_their_stems() -> None:
         "status",
     )
     assert parts("MAX_RETRIES") == ["max", "retries"] and parts("HTTPClient") == ["http", "client"]
+
+
+def test_the_tools_and_the_map_share_one_symbol_cache_that_keeps_no_source_on_disk(tmp_path: Path) -> None:
+    ws = big_workspace(tmp_path / "ws", files=3)
+    token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+    (ws / "pkg" / "keys.py").write_text(f'GITHUB_TOKEN = "{token}"\n\n\ndef sign(value):\n    return value\n')
+    symbols = SymbolCache(ws, cache_path(ws))
+    navigator = Navigator(ws, WINDOW, symbols=symbols)
+    index = navigator.index()
+    parsed = symbols.files["pkg/keys.py"]
+    assert index.files["pkg/keys.py"] is parsed
+    found = default_registry(ws, symbols).execute("Find", {"name": "sign"})
+    assert "pkg/keys.py:4: def sign(value):" in found.content
+    assert symbols.files["pkg/keys.py"] is parsed  # Find parsed nothing again: the map's entry served
+    # The next start reads the cache from disk: no signature, no source text, so no secret.
+    assert token not in cache_path(ws).read_text() and "def sign" not in cache_path(ws).read_text()
+    again = SymbolCache(ws, cache_path(ws))
+    assert build_index(again).parsed == 0
+    found = default_registry(ws, again).execute("Find", {"name": "GITHUB_TOKEN"})
+    assert f'pkg/keys.py:1: GITHUB_TOKEN = "{token}"' in found.content  # parsed again for its signature
+    navigator = Navigator(ws, WINDOW, symbols=again)
+    navigator.index(refresh=True)
+    assert token not in cache_path(ws).read_text()
+
+
+def test_a_secret_in_a_file_that_does_not_parse_is_no_name_on_disk(tmp_path: Path) -> None:
+    # Without a syntax tree, the names a file uses come from a scan of its text, strings and all.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+    (ws / "keys.py").write_text(f'GITHUB_TOKEN = "{token}"\ndef broken(:\n    hashlib()\n')
+    index = build_index(SymbolCache(ws, cache_path(ws)))
+    assert {"GITHUB_TOKEN", "hashlib"} <= set(index.files["keys.py"].symbols.names)
+    assert token not in cache_path(ws).read_text()

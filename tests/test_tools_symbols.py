@@ -15,6 +15,7 @@ from aforo.limits import SYMBOL_FILES
 from aforo.protocols import ToolContext
 from aforo.tools import Find, Read, read_tool, symbols
 from aforo.tools.registry import default_registry
+from aforo.tools.symbol_cache import SymbolCache
 from aforo.tools.symbols import definitions, file_sites, mentions
 from aforo.tools.syntax import outline
 
@@ -76,13 +77,17 @@ def test_an_outline_has_the_top_level_and_the_classes_with_lines_and_signatures(
 
 
 def test_definitions_by_name_and_by_qualified_name(ws: Path) -> None:
-    assert [s.cite() for s in definitions(ws, "group", ctx(ws))] == [
+    assert [s.cite() for s in definitions(SymbolCache(ws), "group", ctx(ws))] == [
         "pkg/shapes.py:16: def group(name=None, **attrs):"
     ]
-    assert [(s.path, s.line) for s in definitions(ws, "Shape.area", ctx(ws))] == [("pkg/shapes.py", 11)]
-    assert [(s.path, s.line) for s in definitions(ws, "area", ctx(ws))] == [("pkg/shapes.py", 11)]
-    assert definitions(ws, "Other.area", ctx(ws)) == []
-    assert definitions(ws, "not a name", ctx(ws)) == []
+    assert [(s.path, s.line) for s in definitions(SymbolCache(ws), "Shape.area", ctx(ws))] == [
+        ("pkg/shapes.py", 11)
+    ]
+    assert [(s.path, s.line) for s in definitions(SymbolCache(ws), "area", ctx(ws))] == [
+        ("pkg/shapes.py", 11)
+    ]
+    assert definitions(SymbolCache(ws), "Other.area", ctx(ws)) == []
+    assert definitions(SymbolCache(ws), "not a name", ctx(ws)) == []
 
 
 def test_mentions_are_whole_words_in_any_text_file_in_path_order(ws: Path) -> None:
@@ -95,10 +100,10 @@ def test_mentions_are_whole_words_in_any_text_file_in_path_order(ws: Path) -> No
 
 
 def test_a_changed_file_is_parsed_again(ws: Path) -> None:
-    path = ws / "pkg" / "use.py"
-    assert [s.name for s in file_sites(path, "pkg/use.py")] == ["x"]
+    path, cache = ws / "pkg" / "use.py", SymbolCache(ws)
+    assert [s.name for s in file_sites(cache, path)] == ["x"]
     path.write_text("def y():\n    pass\n\n\ndef zz():\n    pass\n")
-    assert [s.name for s in file_sites(path, "pkg/use.py")] == ["y", "zz"]
+    assert [s.name for s in file_sites(cache, path)] == ["y", "zz"]
 
 
 def test_find_gives_definitions_with_signatures_then_uses(ws: Path) -> None:
@@ -217,6 +222,16 @@ def test_a_long_python_file_without_question_names_is_its_outline(ws: Path) -> N
     result = Read().run({"file_path": "big.py"}, ctx(ws, max_chars=1500))
     assert "def helper_019(x):" in result.content and "GROUP-BODY" not in result.content
     assert result.facts.startswith("big.py: 246 lines; 21 functions: helper_000, helper_001")
+
+
+def test_a_long_files_outline_lists_no_function_nested_in_a_function(ws: Path) -> None:
+    wrapped = "\n\ndef traced(f):\n    def wrapper(*a):\n        return f(*a)\n\n    return wrapper\n"
+    (ws / "big.py").write_text(
+        long_module(20) + wrapped + "\n\nclass Box:\n    def open(self):\n        pass\n"
+    )
+    result = Read().run({"file_path": "big.py"}, ctx(ws, max_chars=1500))
+    assert "def traced(f):" in result.content and "    def open(self):" in result.content
+    assert "def wrapper" not in result.content
 
 
 def test_a_long_file_read_with_a_range_is_not_outlined(ws: Path) -> None:
@@ -422,7 +437,7 @@ def test_read_hash_name_reads_a_definition_of_go_and_typescript(polyglot: Path) 
 
 
 def test_the_tools_and_the_map_read_one_syntax_tree(polyglot: Path) -> None:
-    from aforo.navigate.index import symbols
+    from aforo.tools.symbol_cache import symbols
 
     for path in ("srv/serve.go", "web/view.ts", "pkg/shapes.py"):
         source = SHAPES if path.endswith(".py") else (polyglot / path).read_text()

@@ -20,6 +20,7 @@ import pytest
 
 from aforo.events import Warning
 from aforo.limits import CHILD_MEMORY_BYTES, MiB
+from aforo.loop.cited import Checker
 from aforo.navigate import index as index_module
 from aforo.navigate.guide import Navigator
 from aforo.navigate.index import build_index
@@ -28,6 +29,7 @@ from aforo.tools import ripgrep
 from aforo.tools.glob_tool import Glob
 from aforo.tools.grep_tool import Grep
 from aforo.tools.registry import ToolRegistry
+from aforo.tools.symbol_cache import SymbolCache
 from faults.server import misbehaving_app, openai_chunk, sse
 from support.cli import AFORO
 from support.live_server import LiveServer
@@ -117,7 +119,7 @@ def test_the_map_goes_on_without_a_listing_that_reaches_the_cap(tmp_path: Path) 
     # Issue 39 D2: the cap's error is a LimitExceeded, which the map's builder let through (it caught
     # only tool errors): a traceback on every question.
     ws = workspace(tmp_path, 200_000)
-    index = build_index(ws)
+    index = build_index(SymbolCache(ws))
     assert index.files == {}
     assert index.unlisted is not None
     assert "ripgrep ran out of memory" in index.unlisted and "child_memory_bytes" in index.unlisted
@@ -144,6 +146,15 @@ def test_the_guide_says_once_that_the_map_and_the_pre_search_are_off(
     assert ".gitignore is 7.0 MiB" in warning.message
     assert first.messages == () and second.messages == () and second.events == ()
     assert len(listings) == 1  # not listed again for the next question: it would meet the same cap
+
+
+@pytest.mark.usefixtures("small_cap")
+def test_an_answers_citations_are_checked_without_a_listing_that_reaches_the_cap(tmp_path: Path) -> None:
+    # The check of an answer's citations lists the workspace too: past the cap, it caught only tool
+    # errors, and "It is in src/app.py:1." ended the run in a traceback. The cited path itself counts.
+    ws = workspace(tmp_path, 200_000)
+    verdicts = Checker(ws)("`main` is defined in src/app.py:1.")
+    assert verdicts and all(v.held for v in verdicts), verdicts
 
 
 def test_a_question_in_a_workspace_with_a_200_000_line_gitignore_is_answered(tmp_path: Path) -> None:

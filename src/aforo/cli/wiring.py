@@ -40,6 +40,7 @@ from aforo.servers.open_lane import OpenLane, governor_for
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
 from aforo.tools.registry import default_registry
+from aforo.tools.symbol_cache import SymbolCache, cache_path
 from aforo.wire.bounded import Deadlines
 from aforo.wire.http import DISCOVERY_TIMEOUT, reach
 
@@ -192,9 +193,11 @@ def build_runtime(
     # checked.
     live = main.kind.loud or main.window_known
     governor = governor_for(main, cfg.policy, journal, emit, compaction)
-    registry = default_registry(cfg.workspace)
+    # One symbol cache for the workspace: the tools, the map, the pre-search and the citation check.
+    symbols = SymbolCache(cfg.workspace, cache_path(cfg.workspace))
+    registry = default_registry(cfg.workspace, symbols)
     constrained = constrain(cfg.tool_mode, main)
-    navigator = Navigator(cfg.workspace, main.budget.window, presearch=cfg.presearch)
+    navigator = Navigator(cfg.workspace, main.budget.window, presearch=cfg.presearch, symbols=symbols)
     specs = registry.specs_for(main.budget.window)
     tools_chars = definition_chars(Request(main.model, (), specs, (), 0, constrained=constrained))
     prompt = system_prompt(cfg.workspace, lambda chars: navigator.repo_map(chars + tools_chars))
@@ -212,7 +215,7 @@ def build_runtime(
         live_text=live,
         constrained=constrained,
         guide=navigator.guide,
-        check=Checker(cfg.workspace),
+        check=Checker(cfg.workspace, symbols),
     )
     mode = "constrained" if constrained else "native"
     emit(

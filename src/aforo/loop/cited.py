@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aforo.citations import Definition, Facts, Verdict, check, find, matches, wanted
-from aforo.errors import ToolError
+from aforo.errors import LimitExceeded, ToolError
 from aforo.limits import CITATION_SECONDS, CITATIONS, READ_BYTES
 from aforo.protocols import ToolContext
 from aforo.tools.names import show
 from aforo.tools.ripgrep import list_files
-from aforo.tools.symbols import find_definitions
+from aforo.tools.symbol_cache import SymbolCache
+from aforo.tools.symbols import cache_for, find_definitions
 from aforo.tools.workspace import open_regular, resolve
 
 _CHUNK = 1 << 20
@@ -31,6 +32,7 @@ class Checker:
     """Checks the citations of answers about one workspace."""
 
     workspace: Path
+    symbols: SymbolCache | None = None  # the workspace's symbol cache, the tools' and the map's
 
     def __call__(self, answer: str) -> tuple[Verdict, ...]:
         cited = find(answer, int(CITATIONS.value))
@@ -43,7 +45,8 @@ class Checker:
         root = self.workspace.resolve()
         try:
             listed = list_files(root, ctx)
-        except ToolError:
+        # rg past its memory cap (a huge .gitignore) is a LimitExceeded: the paths as cited still count.
+        except (ToolError, LimitExceeded):
             listed = set()
         files: dict[str, int] = {}
         for path in paths:
@@ -51,7 +54,7 @@ class Checker:
                 lines = _lines(root / name)
                 if lines is not None:
                     files[show(name)] = lines
-        return Facts(files, self._definitions(root, names, ctx), root.parts[1:])
+        return Facts(files, self._definitions(cache_for(self.symbols, root), names, ctx), root.parts[1:])
 
     def _exact(self, path: str) -> list[str]:
         """`path` itself, when it names a regular file inside the workspace (listed or not)."""
@@ -63,14 +66,14 @@ class Checker:
         return [os.path.relpath(real, root)] if real.is_file() and real.is_relative_to(root) else []
 
     @staticmethod
-    def _definitions(root: Path, names: set[str], ctx: ToolContext) -> dict[str, list[Definition]]:
+    def _definitions(symbols: SymbolCache, names: set[str], ctx: ToolContext) -> dict[str, list[Definition]]:
         found: dict[str, list[Definition]] = {}
         for name in sorted(names):
             try:
-                sites = find_definitions(root, name, ctx).items
-            except ToolError:  # out of time: the names left are not judged
+                sites = find_definitions(symbols, name, ctx).items
+            except (ToolError, LimitExceeded):  # out of time or memory: the names left are not judged
                 break
-            found[name] = [Definition(s.path, s.line, s.start) for s in sites]
+            found[name] = [Definition(show(s.path), s.line, s.start) for s in sites]
         return found
 
 

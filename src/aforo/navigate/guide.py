@@ -27,12 +27,13 @@ from aforo.context.tokens import chars_for, estimate_text
 from aforo.events import Event, ToolEnd, ToolStart, Warning
 from aforo.limits import TOOL_SECONDS
 from aforo.messages import Message, SystemPart, ToolResult, ToolUse, fresh_call_ids
-from aforo.navigate.index import SymbolIndex, build_index, cache_path
+from aforo.navigate.index import SymbolIndex, build_index
 from aforo.navigate.presearch import Presearch, search
 from aforo.navigate.repomap import MAP_PART, render
 from aforo.navigate.terms import question_terms
 from aforo.protocols import ToolContext
 from aforo.tools.names import show
+from aforo.tools.symbol_cache import SymbolCache, cache_path
 
 # The fixed prompt's share of the window, with a margin under the 10 % it must stay below (a calibrated
 # count may be ~10 % above the estimate).
@@ -52,11 +53,21 @@ class Guided:
 
 
 class Navigator:
-    def __init__(self, workspace: Path, window: int, *, presearch: bool = True, cache: bool = True) -> None:
+    def __init__(
+        self,
+        workspace: Path,
+        window: int,
+        *,
+        presearch: bool = True,
+        cache: bool = True,
+        symbols: SymbolCache | None = None,
+    ) -> None:
+        """`symbols`: the workspace's symbol cache, the tools' too (else one of its own, kept on disk
+        unless `cache` is False)."""
         self.workspace = workspace
         self.window = window
         self.presearch = presearch
-        self._cache = cache_path(workspace) if cache else None
+        self.symbols = symbols or SymbolCache(workspace, cache_path(workspace) if cache else None)
         self._index: SymbolIndex | None = None
         self._map_chars = 0
         self._told = False  # the user was told why the workspace is not listed
@@ -64,7 +75,7 @@ class Navigator:
     def index(self, refresh: bool = False) -> SymbolIndex:
         unlisted = self._index is not None and self._index.unlisted is not None
         if self._index is None or (refresh and not unlisted):
-            self._index = build_index(self.workspace, self._cache, previous=self._index)
+            self._index = build_index(self.symbols, previous=self._index)
         return self._index
 
     def _unlisted(self) -> tuple[Event, ...]:

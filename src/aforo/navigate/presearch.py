@@ -48,7 +48,6 @@ from aforo.tools.roles import (
     is_declaration_file,
 )
 from aforo.tools.symbols import mentions
-from aforo.tools.syntax import CLASS, FUNCTION, Site
 
 DEFINITION_LINES = 8  # the signature and what follows (a docstring, the first statements)
 MENTION_AROUND = 1  # lines shown before and after a mention
@@ -166,7 +165,7 @@ def _overview(workspace: Path, index: SymbolIndex, max_chars: int) -> Presearch 
 
 
 def _place(index: SymbolIndex, region: Region) -> Place:
-    inside = _enclosing(index, region.path, region.line) if region.mention else None
+    inside = index.holding(region.path, region.line) if region.mention else None
     return Place(region.path, region.line, region.term, region.role, inside.name if inside else "")
 
 
@@ -231,7 +230,7 @@ def _render(
         if not span:
             continue
         body = "\n".join(f"{n}\t{lines[n - 1][:MENTION_LINE_CHARS]}" for n in span)
-        inside = _enclosing(index, region.path, region.line) if region.mention else None
+        inside = index.holding(region.path, region.line) if region.mention else None
         where = f" in {show(inside.name)}" if inside else ""
         block = f"{show(region.path)}:{region.line}{where} {show(region.why)}\n{body}"
         if used + len(block) + 2 > max_chars - _TAIL_ROOM:
@@ -248,17 +247,6 @@ def _render(
 
 
 _TAIL_ROOM = 64  # the line that counts what was left out
-
-
-def _enclosing(index: SymbolIndex, path: str, line: int) -> Site | None:
-    """The innermost class or function whose lines (from its syntax tree) hold `line`."""
-    entry = index.files.get(path)
-    if entry is None:
-        return None
-    holding = [
-        d for d in entry.symbols.definitions if d.kind in (CLASS, FUNCTION) and d.start <= line <= d.end
-    ]
-    return max(holding, key=lambda d: (d.depth, d.start), default=None)
 
 
 class _Files:

@@ -6,8 +6,8 @@ hold: a small model that sees `src/cli/decorators.py: def group:263` reads the r
 line instead of the head of the wrong one. Relevance, as in aider's map but with plain counts instead
 of PageRank: a definition named in the question comes first, then definitions used by many other files
 (the number of files whose syntax tree uses the name), and a file ranks by its best definition. Only
-the top level is shown, except a method the question names (`Group.group:1520`). The map is cut at a
-whole file's line; what it leaves out is counted in its heading.
+the top level is shown, except a method (or a nested function) the question names (`Group.group:1520`).
+The map is cut at a whole file's line; what it leaves out is counted in its heading.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def rank(index: SymbolIndex, terms: Sequence[str]) -> list[Ranked]:
     for path, entry in index.files.items():
         own = set(entry.symbols.names)
         scored: dict[str, tuple[float, Site]] = {}
-        for d in entry.symbols.definitions:
+        for d in index.shown[path]:
             named = d.short.lower() in wanted
             if d.parent and not named:
                 continue
@@ -57,7 +57,7 @@ def rank(index: SymbolIndex, terms: Sequence[str]) -> list[Ranked]:
         best = order[0][0] if order else 0.0
         score = best + (PATH_NAMED if stem in wanted else 0.0)
         shown = tuple(d for _, d in order[:DEFS_PER_FILE])
-        more = max(0, sum(1 for d in entry.symbols.definitions if not d.parent) - len(shown))
+        more = max(0, sum(1 for d in index.shown[path] if not d.parent) - len(shown))
         ranked.append(Ranked(path, score, shown, more))
     ranked.sort(key=lambda r: (-r.score, r.path))
     return ranked

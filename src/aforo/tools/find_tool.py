@@ -9,14 +9,15 @@ uses, so `hashlib` finds the imports.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from aforo.errors import ToolError
 from aforo.limits import SYMBOL_FILE_BYTES, SYMBOL_FILES
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
-from aforo.tools.symbols import find_definitions, mentions
+from aforo.tools.names import show
+from aforo.tools.symbol_cache import SymbolCache
+from aforo.tools.symbols import cache_for, find_definitions, mentions
 from aforo.tools.workspace import root_of
 
 # Enough to show where a name is defined (a function overridden in a few classes), not a listing.
@@ -25,6 +26,11 @@ MAX_MENTIONS = 8
 
 
 class Find:
+    """`symbols`: the workspace's symbol cache, which the map's index reads too."""
+
+    def __init__(self, symbols: SymbolCache | None = None) -> None:
+        self.symbols = symbols
+
     spec = ToolSpec(
         "Find",
         "Find where a name (function, class, variable) is defined and used, as path:line.",
@@ -45,16 +51,16 @@ class Find:
         name = str(args["name"]).strip().strip("`'\"()")
         if not name.replace(".", "_").isidentifier():
             raise ToolError(f"{name!r} is not a name; Find takes one identifier (e.g. parse or Client.send)")
-        return report(root_of(ctx.workspace), name, ctx)
+        return report(cache_for(self.symbols, root_of(ctx.workspace)), name, ctx)
 
 
-def report(root: Path, name: str, ctx: ToolContext) -> ToolOutput:
+def report(symbols: SymbolCache, name: str, ctx: ToolContext) -> ToolOutput:
     """Find's answer for `name`: the definitions, then the uses that are not a definition's own line."""
-    found = find_definitions(root, name, ctx)
+    found = find_definitions(symbols, name, ctx)
     sites = found.items
     own = {(s.path, s.line) for s in sites}
-    used = mentions(root, name, ctx, MAX_MENTIONS + len(own))
-    uses = [m for m in used.items if (m.path, m.line) not in own][:MAX_MENTIONS]
+    used = mentions(symbols.root, name, ctx, MAX_MENTIONS + len(own))
+    uses = [m for m in used.items if (m.file, m.line) not in own][:MAX_MENTIONS]
     lines = _lines(max(len(uses), used.total - len(own)), used.exact)
     out = []
     if sites:
@@ -73,7 +79,7 @@ def report(root: Path, name: str, ctx: ToolContext) -> ToolOutput:
         out += [m.cite() for m in uses]
     elif not sites:
         out[-1] = f"{name} is neither defined nor used in the workspace (searched as a whole word)."
-    defined = ", ".join(f"{s.path}:{s.line}" for s in sites[:MAX_DEFINITIONS]) or "no definition"
+    defined = ", ".join(f"{show(s.path)}:{s.line}" for s in sites[:MAX_DEFINITIONS]) or "no definition"
     return ToolOutput("\n".join(out), facts=f"Find {name}: defined at {defined}; used in {lines}")
 
 

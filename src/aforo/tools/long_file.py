@@ -41,9 +41,14 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
     if sites is None:
         return None
     lines = source.splitlines()
-    # Constants by convention (UPPER_CASE) only: a module's other assignments are its working state.
+    # Constants by convention (UPPER_CASE) only: a module's other assignments are its working state. The
+    # top level and its classes' methods: a function nested in a function is its detail.
+    classes = {s.name for s in sites if s.kind == "class"}
     listed = [
-        s for s in sites if (s.kind != "const" and s.depth <= 1) or (s.depth == 0 and s.short.isupper())
+        s
+        for s in sites
+        if (s.kind != "const" and (s.depth == 0 or (s.depth == 1 and s.parent in classes)))
+        or (s.depth == 0 and s.short.isupper())
     ]
     wanted = question_names(question)
     named = sorted((s for s in sites if s.kind != "const" and s.short.lower() in wanted), key=_rank(wanted))

@@ -19,6 +19,7 @@ from aforo.errors import ToolError
 from aforo.protocols import ToolContext
 from aforo.tools import ripgrep
 from aforo.tools.names import show
+from aforo.tools.symbol_cache import SymbolCache
 from aforo.tools.symbols import definitions, file_sites, mentions
 from aforo.tools.syntax import PYTHON_SUFFIXES, has_syntax
 from aforo.tools.workspace import resolve, root_of
@@ -93,14 +94,14 @@ def _line(path: str, digits: str) -> int:
     return int(digits)
 
 
-def definition(target: Target, shown_path: str, ctx: ToolContext) -> Target:
+def definition(symbols: SymbolCache, target: Target, shown_path: str, ctx: ToolContext) -> Target:
     """The lines of the definition `target.symbol` names (`parse`, `Client.send`), decorators included."""
     if not has_syntax(shown_path):
         raise ToolError(
             f"{shown_path}#NAME reads a definition of a source file (Python, JavaScript, TypeScript, Go, "
             "Rust, Java or C); Grep finds a name in other files"
         )
-    sites = file_sites(target.path, shown_path, ctx)
+    sites = file_sites(symbols, target.path, ctx)
     name = target.symbol or ""
     matches = [s for s in sites if s.name == name] or [s for s in sites if s.short == name.rsplit(".", 1)[-1]]
     if not matches:
@@ -111,18 +112,18 @@ def definition(target: Target, shown_path: str, ctx: ToolContext) -> Target:
     return dataclasses.replace(target, first=site.start, count=site.end - site.start + 1)
 
 
-def not_found(root: Path, shown_path: str, ctx: ToolContext) -> str:
+def not_found(symbols: SymbolCache, shown_path: str, ctx: ToolContext) -> str:
     """Why the file is not there, with the workspace's files of a like name: a small model guesses
     paths (`stopwords.txt` for `wordfreq/stopwords.py`) and goes on from a named candidate. A name
     given as a path (`hashlib.py`, `help_formatter`) gets where it is defined or used."""
     wanted = PurePosixPath(shown_path)
-    files = ripgrep.list_files(root, ctx)
+    files = ripgrep.list_files(symbols.root, ctx)
     by_name = sorted(f for f in files if PurePosixPath(f).name == wanted.name)
     stems = {PurePosixPath(f).stem: f for f in sorted(files)}
     close = difflib.get_close_matches(wanted.stem, list(stems), n=_SUGGESTIONS, cutoff=0.6)
     found = list(dict.fromkeys([*by_name, *(stems[s] for s in close)]))[:_SUGGESTIONS]
     name = _as_name(wanted.name, files)
-    where = _where_named(root, name, ctx) if name else ""
+    where = _where_named(symbols, name, ctx) if name else ""
     if not found:
         return f"{shown_path} does not exist{where or '; use Glob or LS to find the right path'}"
     return f"{shown_path} does not exist{where}. Files with a like name: {', '.join(show(f) for f in found)}"
@@ -139,11 +140,11 @@ def _as_name(spelled: str, files: set[str]) -> str | None:
     return text if all(part.isidentifier() for part in text.split(".")) else None
 
 
-def _where_named(root: Path, name: str, ctx: ToolContext) -> str:
+def _where_named(symbols: SymbolCache, name: str, ctx: ToolContext) -> str:
     """`. The name hashlib is used at a.py:3: import hashlib` (definitions first), or ""."""
-    sites = [s.cite() for s in definitions(root, name, ctx)[:_SUGGESTIONS]]
+    sites = [s.cite() for s in definitions(symbols, name, ctx)[:_SUGGESTIONS]]
     own = {c.split(": ", 1)[0] for c in sites}
-    uses = mentions(root, name, ctx, _SUGGESTIONS + len(sites)).items
+    uses = mentions(symbols.root, name, ctx, _SUGGESTIONS + len(sites)).items
     cited = [m.cite() for m in uses if f"{m.path}:{m.line}" not in own][: _SUGGESTIONS - len(sites) or 1]
     parts = []
     if sites:

@@ -38,6 +38,8 @@ from aforo.tools import long_file
 from aforo.tools.deadline import check
 from aforo.tools.outline import outline
 from aforo.tools.read_target import Locator, Target, definition, named, not_found
+from aforo.tools.symbol_cache import SymbolCache
+from aforo.tools.symbols import cache_for
 from aforo.tools.syntax import is_python
 from aforo.tools.workspace import open_regular, relative, resolve, root_of
 
@@ -76,20 +78,28 @@ class Read:
         batch=True,
     )
 
-    def __init__(self, default_limit: int = DEFAULT_LIMIT, max_bytes: int = int(READ_BYTES.value)):
+    def __init__(
+        self,
+        default_limit: int = DEFAULT_LIMIT,
+        max_bytes: int = int(READ_BYTES.value),
+        symbols: SymbolCache | None = None,
+    ):
+        """`symbols`: the workspace's symbol cache (`path#Name`, and where a name that is no file is)."""
         self.default_limit = default_limit
         self.max_bytes = max_bytes
+        self.symbols = symbols
 
     def run(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         root = root_of(ctx.workspace)
+        symbols = cache_for(self.symbols, root)
         spelled = str(args["file_path"])
         target = named(Locator(ctx), spelled)
         if target is None:
-            raise ToolError(not_found(root, relative(root, resolve(ctx.workspace, spelled)), ctx))
+            raise ToolError(not_found(symbols, relative(root, resolve(ctx.workspace, spelled)), ctx))
         path = target.path
         shown_path = relative(root, path)
         if target.symbol is not None:
-            target = definition(target, shown_path, ctx)
+            target = definition(symbols, target, shown_path, ctx)
         output = self._read(args, ctx, target, shown_path)
         if "/" not in target.spelled and "/" in shown_path:
             # Found by its name alone: say where, so the model cites the right path.

@@ -34,6 +34,7 @@ from aforo.tools.glob_tool import Glob
 from aforo.tools.grep_tool import Grep
 from aforo.tools.ls_tool import LS
 from aforo.tools.read_tool import Read
+from aforo.tools.symbol_cache import SymbolCache
 
 _QUOTE_CHARS = 200
 # Up to this window, tool definitions are sent lean (`specs_for`): they are resent on every turn.
@@ -183,10 +184,11 @@ def signature(tool: ToolSpec) -> str:
     return f"{tool.name}({', '.join(params)}){extra}"
 
 
-def default_tools() -> list[Tool]:
+def default_tools(symbols: SymbolCache | None = None) -> list[Tool]:
+    """`symbols`: the workspace's symbol cache, shared by Read and Find (and the map, given the same)."""
     # The order the model sees them in: what it needs most first (small models favour the first).
-    return [Read(), Find(), Grep(), Glob(), LS()]
+    return [Read(symbols=symbols), Find(symbols), Grep(), Glob(), LS()]
 
 
-def default_registry(workspace: Path) -> ToolRegistry:
-    return ToolRegistry(default_tools(), workspace)
+def default_registry(workspace: Path, symbols: SymbolCache | None = None) -> ToolRegistry:
+    return ToolRegistry(default_tools(symbols), workspace)

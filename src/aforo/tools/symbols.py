@@ -7,13 +7,13 @@ returns each definition as a `Site` (`path:line` and its signature); `mentions` 
 use it (the one whole-word search: the pre-search's too). `file_sites` is what one file defines, which
 Read's `path#Name` looks up.
 
-Parsed files are kept by (path, mtime, size), so a second look at an unchanged file costs a stat. The
-repository map's index (navigate/) reads the same syntax trees, and keeps its own cache on disk.
+Parsed files are kept in the workspace's one symbol cache (`tools/symbol_cache`), by path, mtime and
+size, which the repository map's index (navigate/) reads too: a file parsed for one is not parsed again
+for the other, and a second look at an unchanged file costs a stat.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 import re
 from dataclasses import dataclass
@@ -25,10 +25,10 @@ from aforo.protocols import ToolContext
 from aforo.tools import ripgrep
 from aforo.tools.deadline import check
 from aforo.tools.names import show
-from aforo.tools.syntax import GRAMMARS, PYTHON_SUFFIXES, Site, has_syntax, outline
+from aforo.tools.symbol_cache import SymbolCache
+from aforo.tools.syntax import GRAMMARS, PYTHON_SUFFIXES, Site, has_syntax
 
 _MENTION_CHARS = 160
-_CACHED_FILES = 512
 T = TypeVar("T")
 
 
@@ -46,31 +46,29 @@ class Mention:
         return f"{self.path}:{self.line}: {show(self.text)}"
 
 
-def file_sites(path: Path, shown: str, ctx: ToolContext | None = None) -> list[Site]:
-    """The outline of the file at `path`, its sites citing it as `shown`; empty when its language has no
+def file_sites(symbols: SymbolCache, path: Path, ctx: ToolContext | None = None) -> list[Site]:
+    """The outline of the file at `path` (in the workspace of `symbols`); empty when its language has no
     syntax tree here, it is larger than `symbol_file_bytes`, cannot be read or does not parse."""
     if ctx is not None:
         check(ctx)
     if not has_syntax(path.name):
         return []
+    real = Path(os.path.realpath(path))
+    if not real.is_relative_to(symbols.root):
+        return []  # no file of the workspace: Read never asks for one
     try:
-        info = os.stat(path)
+        info = os.stat(real)
     except OSError:
         return []
-    if info.st_size > SYMBOL_FILE_BYTES.value:
-        return []
-    return list(_cached(str(path), shown, info.st_mtime_ns, info.st_size))
+    relative = real.relative_to(symbols.root).as_posix()
+    limit = int(SYMBOL_FILE_BYTES.value)
+    return list(symbols.read(relative, info, limit, complete=True).symbols.definitions)
 
 
-@functools.lru_cache(maxsize=_CACHED_FILES)
-def _cached(real: str, shown: str, mtime_ns: int, size: int) -> tuple[Site, ...]:
-    # mtime and size are the key: a file changed on disk is parsed again.
-    try:
-        with open(real, "rb") as f:
-            data = f.read(int(SYMBOL_FILE_BYTES.value) + 1)
-    except OSError:
-        return ()
-    return tuple(outline(data.decode("utf-8", errors="replace"), shown) or ())
+def cache_for(symbols: SymbolCache | None, root: Path) -> SymbolCache:
+    """`symbols` when it is the cache of the workspace at `root`, else one for this call alone (a tool
+    made without the workspace's cache, as a test makes it)."""
+    return symbols if symbols is not None and symbols.root == root else SymbolCache(root)
 
 
 @dataclass(frozen=True)
@@ -84,14 +82,15 @@ class Found(Generic[T]):
     unparsed: int = 0
 
 
-def definitions(root: Path, name: str, ctx: ToolContext) -> list[Site]:
-    """Every definition of `name` (`group`, or qualified: `Group.command`) in the workspace's Python files
-    that rg would search, in path order."""
-    return find_definitions(root, name, ctx).items
+def definitions(symbols: SymbolCache, name: str, ctx: ToolContext) -> list[Site]:
+    """Every definition of `name` (`group`, or qualified: `Group.command`) in the source files of the
+    workspace of `symbols` that rg would search, in path order."""
+    return find_definitions(symbols, name, ctx).items
 
 
-def find_definitions(root: Path, name: str, ctx: ToolContext) -> Found[Site]:
+def find_definitions(symbols: SymbolCache, name: str, ctx: ToolContext) -> Found[Site]:
     """`definitions`, saying how many candidate files were not parsed (at most `symbol_files` are)."""
+    root = symbols.root
     short = name.rsplit(".", 1)[-1]
     if not short.isidentifier():
         return Found([], 0)
@@ -99,7 +98,7 @@ def find_definitions(root: Path, name: str, ctx: ToolContext) -> Found[Site]:
     found: list[Site] = []
     unparsed = max(0, len(candidates) - int(SYMBOL_FILES.value))
     for rel in candidates[: int(SYMBOL_FILES.value)]:
-        sites = file_sites(root / rel, show(rel), ctx)
+        sites = file_sites(symbols, root / rel, ctx)
         if not sites and _too_big(root / rel):
             unparsed += 1
         for site in sites:

@@ -14,12 +14,13 @@ import ast
 import importlib
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
 from pathlib import PurePosixPath
 from typing import Any, NamedTuple
 
-CLASS, FUNCTION, CONSTANT = "class", "def", "const"
+from aforo.tools.grammars import CLASS, CONSTANT, FUNCTION, GRAMMARS, Grammar, bound
+from aforo.tools.names import show
+
 PYTHON_SUFFIXES = (".py", ".pyi")
 _SIGNATURE_CHARS = 160
 
@@ -49,7 +50,7 @@ class Site(NamedTuple):
         return self.name.rpartition(".")[0]
 
     def cite(self) -> str:
-        return f"{self.path}:{self.line}: {self.signature}"
+        return f"{show(self.path)}:{self.line}: {self.signature}"
 
 
 class Parsed(NamedTuple):
@@ -57,90 +58,6 @@ class Parsed(NamedTuple):
     names: Iterator[str]  # the names the file uses (identifiers, attributes, modules), read as asked
 
 
-@dataclass(frozen=True)
-class Grammar:
-    """How one language's tree-sitter nodes define names."""
-
-    module: str  # the grammar wheel's import name
-    entry: str  # its function that returns the language
-    kinds: dict[str, str]  # node type -> CLASS / FUNCTION / CONSTANT
-    wrappers: frozenset[str] = frozenset()  # nodes whose children define (export, const blocks)
-    members: frozenset[str] = frozenset()  # method nodes inside a class body
-
-
-_JS_KINDS = {
-    "function_declaration": FUNCTION,
-    "generator_function_declaration": FUNCTION,
-    "class_declaration": CLASS,
-    "variable_declarator": CONSTANT,
-}
-_JS_WRAPPERS = frozenset({"export_statement", "lexical_declaration", "variable_declaration"})
-_TS_KINDS = _JS_KINDS | {
-    "abstract_class_declaration": CLASS,
-    "interface_declaration": CLASS,
-    "type_alias_declaration": CLASS,
-    "enum_declaration": CLASS,
-}
-_METHODS = frozenset({"method_definition", "method_declaration", "function_item", "constructor_declaration"})
-
-GRAMMARS: dict[str, Grammar] = {
-    ".js": Grammar("tree_sitter_javascript", "language", _JS_KINDS, _JS_WRAPPERS, _METHODS),
-    ".ts": Grammar("tree_sitter_typescript", "language_typescript", _TS_KINDS, _JS_WRAPPERS, _METHODS),
-    ".tsx": Grammar("tree_sitter_typescript", "language_tsx", _TS_KINDS, _JS_WRAPPERS, _METHODS),
-    ".go": Grammar(
-        "tree_sitter_go",
-        "language",
-        {
-            "function_declaration": FUNCTION,
-            "method_declaration": FUNCTION,
-            "type_spec": CLASS,
-            "const_spec": CONSTANT,
-            "var_spec": CONSTANT,
-        },
-        frozenset({"type_declaration", "const_declaration", "var_declaration"}),
-    ),
-    ".rs": Grammar(
-        "tree_sitter_rust",
-        "language",
-        {
-            "function_item": FUNCTION,
-            "struct_item": CLASS,
-            "enum_item": CLASS,
-            "trait_item": CLASS,
-            "type_item": CLASS,
-            "impl_item": CLASS,
-            "const_item": CONSTANT,
-            "static_item": CONSTANT,
-            "macro_definition": FUNCTION,
-        },
-        members=_METHODS,
-    ),
-    ".java": Grammar(
-        "tree_sitter_java",
-        "language",
-        {
-            "class_declaration": CLASS,
-            "interface_declaration": CLASS,
-            "enum_declaration": CLASS,
-            "record_declaration": CLASS,
-        },
-        members=_METHODS,
-    ),
-    ".c": Grammar(
-        "tree_sitter_c",
-        "language",
-        {
-            "function_definition": FUNCTION,
-            "struct_specifier": CLASS,
-            "enum_specifier": CLASS,
-            "type_definition": CLASS,
-            "preproc_def": CONSTANT,
-            "preproc_function_def": FUNCTION,
-        },
-    ),
-}
-GRAMMARS[".mjs"] = GRAMMARS[".jsx"] = GRAMMARS[".js"]
-GRAMMARS[".h"] = GRAMMARS[".c"]
 SOURCE_SUFFIXES = frozenset({".py", *GRAMMARS})
 
 
@@ -186,54 +103,48 @@ def _python(source: str | bytes, path: str) -> Parsed | None:
         return None
     text = source.decode("utf-8", errors="replace") if isinstance(source, bytes) else source
     sites: list[Site] = []
-    _walk(tree.body, "", 0, text.splitlines(), path, sites)
+    _walk(tree.body, "", 0, text.splitlines(), path, sites, False)
     return Parsed(sites, _python_names(tree))
 
 
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
 def _walk(
-    body: list[ast.stmt], prefix: str, depth: int, lines: list[str], path: str, out: list[Site]
+    body: list[ast.stmt], prefix: str, depth: int, lines: list[str], path: str, out: list[Site], local: bool
 ) -> None:
-    for node in body:
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+    """The definitions of `body`, those nested in its definitions under a qualified name (`Group.command`,
+    `outer.inner`); its constants unless it is a function's (`local`: its assignments are its state)."""
+    for node in _statements(body):
+        if isinstance(node, _DEFINITIONS):
             kind = CLASS if isinstance(node, ast.ClassDef) else FUNCTION
             start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
             end = node.end_lineno or node.lineno
             # The header runs to the line before the body's first statement (or is the only line).
             header_end = max(node.lineno, node.body[0].lineno - 1) if node.body else node.lineno
             signature = _joined(lines[node.lineno - 1 : header_end])
-            out.append(
-                Site(
-                    path=path,
-                    name=prefix + node.name,
-                    kind=kind,
-                    line=node.lineno,
-                    start=start,
-                    end=end,
-                    signature=signature,
-                    depth=depth,
-                )
-            )
-            if isinstance(node, ast.ClassDef):
-                _walk(node.body, f"{prefix}{node.name}.", depth + 1, lines, path, out)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            out.append(Site(path, prefix + node.name, kind, node.lineno, start, end, signature, depth))
+            _walk(node.body, f"{prefix}{node.name}.", depth + 1, lines, path, out, kind == FUNCTION)
+        elif not local and isinstance(node, ast.Assign | ast.AnnAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             end = node.end_lineno or node.lineno
             signature = _joined(lines[node.lineno - 1 : node.lineno])
             for target in targets:
                 if isinstance(target, ast.Name):
-                    line = node.lineno
-                    out.append(
-                        Site(
-                            path=path,
-                            name=prefix + target.id,
-                            kind=CONSTANT,
-                            line=line,
-                            start=line,
-                            end=end,
-                            signature=signature,
-                            depth=depth,
-                        )
-                    )
+                    name, line = prefix + target.id, node.lineno
+                    out.append(Site(path, name, CONSTANT, line, line, end, signature, depth))
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """The statements of a block, then the definitions in its compound statements' blocks (a `def` under
+    `if`, `try` or `with` is defined there all the same)."""
+    for node in body:
+        yield node
+        if not isinstance(node, _DEFINITIONS):
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(node, field, ()):
+                    block = [child] if isinstance(child, ast.stmt) else child.body
+                    yield from (n for n in _statements(block) if isinstance(n, _DEFINITIONS))
 
 
 def _python_names(tree: ast.Module) -> Iterator[str]:
@@ -286,15 +197,38 @@ def _tree_sitter(grammar: Grammar, source: str | bytes, path: str) -> Parsed | N
     sites: list[Site] = []
     for node in root.named_children:
         for top in _unwrap(grammar, node):
-            name = _name(top)
-            if not name:
-                continue
-            sites.append(_site(path, name, grammar.kinds[top.type], top, 0, lines))
-            body = top.child_by_field_name("body")
-            for member in body.named_children if body is not None else ():
-                if member.type in grammar.members and (method := _name(member)):
-                    sites.append(_site(path, f"{name}.{method}", FUNCTION, member, 1, lines))
+            kind, name = _kind(grammar, top, nested=False), bound(top) or _name(top)
+            if kind and name:
+                sites.append(_site(path, name, kind, top, 0, lines))
+                sites += _nested(grammar, top, name, path, lines)
     return Parsed(sites, _leaf_names(root))
+
+
+def _kind(grammar: Grammar, node: Any, nested: bool) -> str | None:
+    """What `node` defines; inside a definition only functions, methods and classes with a body (a
+    function's `const n = 2` is its state, C's `struct s *p` names a type it does not define)."""
+    if bound(node):
+        return FUNCTION
+    kind = FUNCTION if nested and node.type in grammar.members else grammar.kinds.get(node.type)
+    if not nested or kind == FUNCTION:
+        return kind
+    return kind if kind == CLASS and node.child_by_field_name("body") is not None else None
+
+
+def _nested(grammar: Grammar, top: Any, name: str, path: str, lines: list[bytes]) -> Iterator[Site]:
+    """The definitions inside `top` at any depth, each qualified by those that hold it (`Command.run`,
+    `setup.createDebug`): the innermost holds a call, and names its caller."""
+    holding = [(top.end_byte, name)]  # the definitions around the node, innermost last
+    for node in nodes(top):
+        while len(holding) > 1 and node.start_byte >= holding[-1][0]:
+            holding.pop()
+        if node == top or not (kind := _kind(grammar, node, nested=True)):
+            continue
+        if not (own := bound(node) or _name(node)):
+            continue
+        qualified = f"{holding[-1][1]}.{own}"
+        yield _site(path, qualified, kind, node, len(holding), lines)
+        holding.append((node.end_byte, qualified))
 
 
 def _site(path: str, name: str, kind: str, node: Any, depth: int, lines: list[bytes]) -> Site:
@@ -319,7 +253,7 @@ def _site(path: str, name: str, kind: str, node: Any, depth: int, lines: list[by
 
 
 def _unwrap(grammar: Grammar, node: Any) -> Iterator[Any]:
-    if node.type in grammar.kinds:
+    if node.type in grammar.kinds or bound(node):
         yield node
     elif node.type in grammar.wrappers:
         for child in node.named_children:
