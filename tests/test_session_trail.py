@@ -16,9 +16,10 @@ from aforo.cli.commands import Commands
 from aforo.cli.context_view import trail_lines
 from aforo.cli.session_keeper import SessionKeeper
 from aforo.context.compacted import IN_FLIGHT
-from aforo.context.ledger import COMPACTED_HEADER, is_compacted
+from aforo.context.ledger import COMPACTED_HEADER, build_ledger, is_compacted
 from aforo.context.trail import BLOCK_HEADER, Trail, block, decisions_in, first_sentence, recall_only
 from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_SOURCES
+from aforo.loop.after_answer import correction, in_words
 from aforo.loop.opening import TRAIL_PART
 from aforo.messages import Message, Request, ToolResult, ToolUse
 from aforo.providers.fake import FakeProvider, FakeTurn
@@ -58,6 +59,28 @@ def test_the_trail_keeps_requests_rules_decisions_reads_and_what_each_answer_con
         (GOAL, "mod00.py is longer than mod01.py."),
         ("Does it only read UTF-8? Let's drop the YAML loader because it pulls in a C extension.", "Noted."),
     )
+
+
+def test_aforos_own_asks_are_no_request_rule_or_question_of_the_user() -> None:
+    """Asked again in words, or to correct its citations, the model gets a user's turn from aforo: on
+    click the trail kept "Answer in your own words, … : Read decorators.py: where is …" as the user's
+    request, and "cite only files and lines that exist" would be a rule the user gave."""
+    asked = "Where is pass_context defined?"
+    messages = [
+        Message.user(GOAL),
+        Message.assistant("mod00.py is longer."),
+        Message.user(asked),
+        Message.assistant("Read decorators.py"),
+        Message.user(in_words("the names of tool calls", asked)),
+        Message.assistant("It is defined in decorators.py at line 27, I think."),
+        Message.user(correction([])),
+        Message.assistant("It is defined in decorators.py at line 26."),
+    ]
+    trail = Trail.of(messages)
+    assert trail.requests == (GOAL, asked)
+    assert trail.rules == ("Never modify any file.",)
+    assert trail.answers[-1] == (asked, "It is defined in decorators.py at line 26.")
+    assert build_ledger(messages).requests == (GOAL, asked)
 
 
 def test_the_trail_is_redacted_and_bounded() -> None:

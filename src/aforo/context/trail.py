@@ -19,7 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aforo.context.ledger import constraints_of, evidence_source, is_compacted, requests_in
+from aforo.context.ledger import (
+    constraints_of,
+    evidence_source,
+    is_aforos_ask,
+    is_compacted,
+    requests_in,
+)
 from aforo.limits import (
     TRAIL_ANSWERS,
     TRAIL_BLOCK_CHARS,
@@ -134,7 +140,7 @@ class Trail:
             for request in requests_in(message):
                 trail = trail if redact(request) in trail.requests else trail._request(request)
             return trail
-        if not message.text.strip():
+        if not message.text.strip() or is_aforos_ask(message):
             return self
         return self._request(message.text)
 
