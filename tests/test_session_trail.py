@@ -133,7 +133,7 @@ def trail_model(seen: list[Request]):
         seen.append(request)
         if is_summary_request(request):
             return FakeTurn("Goal: unknown.")  # a summary that lost everything
-        record = next((p.text for p in request.system if p.name == TRAIL_PART), "")
+        record = request.messages[-1].text if BLOCK_HEADER in request.messages[-1].text else ""
         if record:
             return FakeTurn("From the record: " + " | ".join(re.findall(r"^  - (\S+?):", record, re.M)))
         last = request.messages[-1]
@@ -159,7 +159,14 @@ def test_after_compactions_a_session_question_gets_the_exact_record_and_no_tool(
     assert result.reason == "end_turn"
     asked = seen[-1]
     assert asked.answer_only  # no tool call: the record answers it
+    # The record in place of the conversation: one short request, the system prompt the server cached.
+    assert len(asked.messages) == 1 and asked.messages[0].text.endswith(
+        "The user's question: Which files have you read in this session?"
+    )
+    assert all(p.name != TRAIL_PART for p in asked.system)
+    assert is_compacted(agent.messages[0]) and agent.messages[-2].text.startswith("Which files")
     assert agent.messages[-1].text == "From the record: " + " | ".join(files)
+    assert trail_lines(agent.governor.conversation.trail)[3] == "  read or searched: " + ", ".join(files)
     # The record is shown for that question only.
     agent.run("What is in mod00.py?")
     assert all(p.name != TRAIL_PART for p in seen[-1].system)
@@ -168,7 +175,6 @@ def test_after_compactions_a_session_question_gets_the_exact_record_and_no_tool(
     assert facts.goal == GOAL.replace("mod01.py", files[0])
     assert facts.hard == ("Never modify any file.",)
     assert [e.source for e in facts.evidence][:4] == [f"Read {f}" for f in files]
-    assert trail_lines(agent.governor.conversation.trail)[3] == "  read or searched: " + ", ".join(files)
 
 
 def test_a_compaction_mid_question_resumes_that_question(tmp_path: Path) -> None:
@@ -205,9 +211,9 @@ def test_a_compaction_mid_question_resumes_that_question(tmp_path: Path) -> None
 def session_server(bodies: list[dict[str, Any]]):
     def answer(body: dict[str, Any]) -> Reply:
         bodies.append(body)
-        system = body["messages"][0]["content"]
-        if BLOCK_HEADER in system:
-            said = "Read: " + ", ".join(re.findall(r"^  - (\S+?)(?::|$)", system, re.M))
+        last = str(body["messages"][-1]["content"])
+        if BLOCK_HEADER in last:
+            said = "Read: " + ", ".join(re.findall(r"^  - (\S+?)(?::|$)", last, re.M))
             return Reply(text=said, prompt_tokens=len(json.dumps(body)) // 4)
         if body["messages"][-1]["role"] == "tool":
             return Reply(text="It defines f_0_0. That is all.", prompt_tokens=len(json.dumps(body)) // 4)
@@ -236,7 +242,9 @@ def test_the_trail_survives_resume_and_answers_for_the_session(tmp_path: Path, a
         )
     assert again.code == 0, again.err
     assert again.run_end()["reason"] == "end_turn"
-    system = bodies[-1]["messages"][0]["content"]
+    sent = bodies[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]  # the record in place of the conversation
+    system = sent[-1]["content"]
     assert "- The user's goal (their first request): What does mod00.py define?" in system
     assert "- A rule the user gave: Only answer in English." in system
     assert "asked 'What does mod00.py define?" in system and "the answer began: It defines f_0_0." in system
