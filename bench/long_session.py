@@ -319,6 +319,9 @@ def run_session(
             break
         step, compactions = session.steps[i], progress["compactions"]
         result, events, seconds = ask(aforo, step.prompt, workspace, flags, state, resume=i > 0)
+        # Every question's events, to see afterwards what a wrong answer was asked with.
+        (state / "events").mkdir(exist_ok=True)
+        (state / "events" / f"{i + 1:02d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
         answer = str(result.get("answer") or "")
         ending = str(result.get("ending") or "no result")
         mark = "work"

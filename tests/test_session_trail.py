@@ -17,7 +17,8 @@ from aforo.cli.context_view import trail_lines
 from aforo.cli.session_keeper import SessionKeeper
 from aforo.context.compacted import IN_FLIGHT
 from aforo.context.ledger import COMPACTED_HEADER, build_ledger, is_compacted
-from aforo.context.trail import BLOCK_HEADER, Trail, block, decisions_in, first_sentence, recall_only
+from aforo.context.trail import Trail, decisions_in, first_sentence, recall_only
+from aforo.context.trail_view import BLOCK_HEADER, NO_READS, block
 from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_SOURCES
 from aforo.loop.after_answer import correction, in_words
 from aforo.loop.opening import TRAIL_PART
@@ -111,8 +112,27 @@ def test_the_block_names_files_in_plain_words_never_in_the_call_format() -> None
     shown = block(trail)
     assert shown.startswith(BLOCK_HEADER)
     assert "  - pkg/core.py: 3 000 lines" in shown
-    assert "  - searched for def command: 2 matches in pkg/decorators.py" in shown
+    assert shown.endswith("\n- Searches made: def command")  # apart from the files read
     assert "Read pkg" not in shown
+    # The pre-search's pattern as its words; a session that read no file says so.
+    searched = Trail.of(
+        [
+            Message.user(GOAL),
+            Message("assistant", (ToolUse("p", "Grep", {"pattern": r"\b(pass_context|Context)\b"}),)),
+            Message("user", (ToolResult("p", "`pass_context` is defined in decorators.py at line 27."),)),
+            Message.assistant("It is in decorators.py at line 27."),
+            Message.user("Which exception is raised?"),
+            Message.assistant("`NoSuchOption`, in exceptions.py."),
+        ]
+    )
+    shown = block(searched)
+    assert f"{NO_READS}\n- Searches made: pass_context, Context\n" in shown
+    # The earlier questions numbered, each with how its answer began.
+    assert shown.endswith(
+        f"  1. The user asked: {GOAL!r} The answer began: It is in decorators.py at line 27.\n"
+        "  2. The user asked: 'Which exception is raised?' "
+        "The answer began: `NoSuchOption`, in exceptions.py."
+    )
 
 
 def test_sentences_and_decisions() -> None:
@@ -247,7 +267,8 @@ def test_the_trail_survives_resume_and_answers_for_the_session(tmp_path: Path, a
     system = sent[-1]["content"]
     assert "- The user's goal (their first request): What does mod00.py define?" in system
     assert "- A rule the user gave: Only answer in English." in system
-    assert "asked 'What does mod00.py define?" in system and "the answer began: It defines f_0_0." in system
+    assert "1. The user asked: 'What does mod00.py define?" in system
+    assert "The answer began: It defines f_0_0." in system
     assert "tools" not in bodies[-1] or not bodies[-1]["tools"] or bodies[-1].get("tool_choice") == "none"
 
 

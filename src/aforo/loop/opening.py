@@ -17,7 +17,8 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from aforo.context.conversation import Conversation
-from aforo.context.trail import asks_about_session, block, recall_only
+from aforo.context.trail import asks_about_session, recall_only
+from aforo.context.trail_view import block
 from aforo.events import EventSink
 from aforo.messages import Message, SystemPart
 from aforo.navigate.guide import Guided
