@@ -84,6 +84,12 @@ def test_aforos_own_asks_are_no_request_rule_or_question_of_the_user() -> None:
     assert build_ledger(messages).requests == (GOAL, asked)
 
 
+def test_a_question_is_no_constraint_of_the_compacted_conversation() -> None:
+    asked = "What does get_current_context return when there is no context and silent is True?"
+    ledger = build_ledger([Message.user(GOAL), Message.user(asked)])
+    assert ledger.hard == ("Never modify any file.",)
+
+
 def test_the_trail_is_redacted_and_bounded() -> None:
     messages = [Message.user(f"Use the key {SECRET} to call it.")]
     for i in range(TRAIL_SOURCES.value + 5):

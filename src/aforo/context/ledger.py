@@ -75,11 +75,13 @@ def _normalize(text: str) -> str:
 
 
 def constraints_of(text: str) -> tuple[list[str], list[str]]:
+    """The sentences of `text` that set a rule, hard or soft. A question sets none: "What does it return
+    when there is no context?" was a binding constraint of every compacted conversation on click."""
     hard: list[str] = []
     soft: list[str] = []
     for sentence in _SENTENCE.split(text):
         sentence = sentence.strip()
-        if not sentence:
+        if not sentence or sentence.endswith("?"):
             continue
         if _SOFT.search(sentence):
             soft.append(sentence)

@@ -145,9 +145,7 @@ class Trail:
     def _request(self, text: str) -> Trail:
         text = redact(text)
         hard, soft = constraints_of(text)
-        # "Does it only accept strings?" asks; it sets no rule.
-        said = (c for c in (*hard, *soft) if not c.rstrip().endswith("?"))
-        rules = _bounded_unique((*self.rules, *map(clip, said)), int(TRAIL_RULES.value))
+        rules = _bounded_unique((*self.rules, *map(clip, (*hard, *soft))), int(TRAIL_RULES.value))
         decisions = _bounded_unique((*self.decisions, *decisions_in(text)), int(TRAIL_RULES.value))
         return replace(self, requests=_within(self.requests, text), rules=rules, decisions=decisions)
 
