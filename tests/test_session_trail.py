@@ -118,7 +118,7 @@ def test_the_block_names_files_in_plain_words_never_in_the_call_format() -> None
     shown = block(trail)
     assert shown.startswith(BLOCK_HEADER)
     assert "  - pkg/core.py: 3 000 lines" in shown
-    assert shown.endswith("\n- Searches made: def command")  # apart from the files read
+    assert shown.endswith("\n- aforo searched for: def command")  # apart from the files read
     assert "Read pkg" not in shown
     # The pre-search's pattern as its words; a session that read no file says so.
     searched = Trail.of(
@@ -132,12 +132,26 @@ def test_the_block_names_files_in_plain_words_never_in_the_call_format() -> None
         ]
     )
     shown = block(searched)
-    assert f"{NO_READS}\n- Searches made: pass_context, Context\n" in shown
+    assert f"{NO_READS}\n- aforo searched for: pass_context, Context\n" in shown
     # The earlier questions numbered, each with how its answer began.
     assert shown.endswith(
-        f"  1. The user asked: {GOAL!r} The answer began: It is in decorators.py at line 27.\n"
-        "  2. The user asked: 'Which exception is raised?' "
-        "The answer began: `NoSuchOption`, in exceptions.py."
+        f"  1. The user asked: {GOAL!r} You answered: It is in decorators.py at line 27.\n"
+        "  2. The user asked: 'Which exception is raised?' You answered: `NoSuchOption`, in exceptions.py."
+    )
+
+
+def test_every_earlier_question_is_shown_cut_shorter_before_any_is_left_out() -> None:
+    """On click the record showed questions 4 to 11 of 11: "which exception did you say…?" was about
+    the 3rd."""
+    long = "word " * 60
+    messages = [Message.user(GOAL)]
+    for i in range(1, 20):
+        messages += [Message.user(f"Question {i}: {long}?"), Message.assistant(f"Answer {i}: {long}.")]
+    shown = block(Trail.of(messages))
+    assert len(shown) <= TRAIL_BLOCK_CHARS.value
+    assert (
+        "\n  1. The user asked: 'Question 1: word" in shown
+        and "\n  19. The user asked: 'Question 19" in shown
     )
 
 
@@ -149,6 +163,7 @@ def test_sentences_and_decisions() -> None:
     assert recall_only("Which files have you read in this session?")
     assert not recall_only("Now compare the two files we read earlier.")
     assert not recall_only("We decided to drop the YAML loader.")  # a statement, not a question
+    assert decisions_in("What did we decide to focus on, and why?") == []  # asks, decides nothing
     assert recall_only("Remind me what we decided")
 
 
@@ -271,10 +286,10 @@ def test_the_trail_survives_resume_and_answers_for_the_session(tmp_path: Path, a
     sent = bodies[-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user"]  # the record in place of the conversation
     system = sent[-1]["content"]
-    assert "- The user's goal (their first request): What does mod00.py define?" in system
-    assert "- A rule the user gave: Only answer in English." in system
+    assert "- The user's first request (their goal): What does mod00.py define?" in system
+    assert "- A rule the user gave you: Only answer in English." in system
     assert "1. The user asked: 'What does mod00.py define?" in system
-    assert "The answer began: It defines f_0_0." in system
+    assert "You answered: It defines f_0_0." in system
     assert "tools" not in bodies[-1] or not bodies[-1]["tools"] or bodies[-1].get("tool_choice") == "none"
 
 

@@ -96,10 +96,11 @@ def first_sentence(answer: str) -> str:
 
 
 def decisions_in(text: str) -> list[Decision]:
-    """The decisions a request states, each with the why it gives ("drop X because Y")."""
+    """The decisions a request states, each with the why it gives ("drop X because Y"). A question
+    takes none: "What did we decide to focus on, and why?" was a decision of the click session."""
     found = []
     for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
-        if sentence.strip() and _DECIDES.search(sentence):
+        if sentence.strip() and not sentence.rstrip().endswith("?") and _DECIDES.search(sentence):
             what, *why = _WHY.split(sentence.strip(), maxsplit=1)
             found.append(Decision(clip(what.rstrip(" .,")), clip(why[0].rstrip(" .")) if why else ""))
     return found

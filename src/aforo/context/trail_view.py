@@ -19,8 +19,12 @@ BLOCK_HEADER = (
     "aforo's record of this session (kept by aforo, exact). For a question about the session itself "
     "(the goal, the rules, what was decided, read, found or answered), answer from it:"
 )
-ANSWERS_HEADER = "- The user's earlier questions, numbered, oldest first, with how each answer began:"
-NO_READS = "- Files read: none (the answers came from aforo's searches, listed below)."
+READS_HEADER = "- Files you have read in this session, in order:"
+NO_READS = "- Files you have read in this session: none (you answered from aforo's searches)."
+ANSWERS_HEADER = "- The user's questions in this session, numbered, oldest first, with how you answered:"
+# How long a question and its answer may be in that list: shorter as the session grows, so every one
+# fits before any is left out ("what did you say about X?" may be about the first).
+_ANSWER_CHARS = (300, 160, 110, 80, 50)
 _VERBS = {"Grep": "searched for", "Find": "looked up the definition of", "Glob": "listed files matching"}
 _SEARCHED = {"Grep": "", "Find": "the definition of ", "Glob": "files matching "}
 # The pre-search's pattern of whole words: `\b(a|b)\b` is the words a, b.
@@ -58,30 +62,31 @@ def _reads(trail: Trail) -> tuple[list[tuple[str, str]], list[str]]:
 
 def block(trail: Trail) -> str:
     """The trail as a few plain lines, at most TRAIL_BLOCK_CHARS: the goal, the rules and the decisions
-    first; then the files read (facts dropped before files), the searches made; then the newest earlier
-    questions, numbered, with how each answer began."""
+    first; then the files read (facts dropped before files), the searches made; then the earlier
+    questions, numbered, with how each answer began (cut shorter before any is left out)."""
     limit = int(TRAIL_BLOCK_CHARS.value)
-    head = [BLOCK_HEADER, f"- The user's goal (their first request): {clip(trail.goal)}"]
-    head += [f"- A rule the user gave: {r}" for r in trail.rules]
+    head = [BLOCK_HEADER, f"- The user's first request (their goal): {clip(trail.goal)}"]
+    head += [f"- A rule the user gave you: {r}" for r in trail.rules]
     head += [f"- Decided: {d.decision}" + (f" (why: {d.why})" if d.why else "") for d in trail.decisions]
     files, searches = _reads(trail)
     room = (limit - _size(head)) // 2
     read = _fit([f"  - {shown_source(s, f)}" for s, f in files], room)
     if len(read) < len(files):  # the facts do not fit: every file, without them
         read = _fit([f"  - {shown_source(s, '')}" for s, _ in files], room)
-    lines = [*head, "- Files read, in order:", *read] if read else [*head, NO_READS]
+    lines = [*head, READS_HEADER, *read] if read else [*head, NO_READS]
     if searches:
-        lines += _fit([f"- Searches made: {'; '.join(searches[::-1])}"[: room - _size(read)]], room)
-    asked = [
-        f"  {n}. The user asked: {q!r} The answer began: {a}"
-        for n, (q, a) in enumerate(trail.answers, start=1)
-    ]
-    earlier = _fit(asked[::-1], limit - _size(lines) - 80)[::-1]
-    if earlier:
-        lines += [
-            "- The user's earlier questions, numbered, oldest first, with how each answer began:",
-            *earlier,
+        lines += _fit([f"- aforo searched for: {'; '.join(searches[::-1])}"[: room - _size(read)]], room)
+    room = limit - _size(lines) - len(ANSWERS_HEADER) - 1
+    for chars in _ANSWER_CHARS:
+        asked = [
+            f"  {n}. The user asked: {clip(q, chars)!r} You answered: {clip(a, chars)}"
+            for n, (q, a) in enumerate(trail.answers, start=1)
         ]
+        if _size(asked) <= room:
+            break
+    earlier = _fit(asked[::-1], room)[::-1]  # past the shortest cut, the oldest leave
+    if earlier:
+        lines += [ANSWERS_HEADER, *earlier]
     return "\n".join(lines)[:limit]
 
 
