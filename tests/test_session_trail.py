@@ -23,6 +23,7 @@ from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_SOURCES
 from aforo.loop.after_answer import correction, in_words
 from aforo.loop.opening import TRAIL_PART
 from aforo.messages import Message, Request, ToolResult, ToolUse
+from aforo.navigate.guide import Navigator
 from aforo.providers.fake import FakeProvider, FakeTurn
 from aforo.records import Decision
 from aforo.store.sessions import SessionRecord, SessionStore
@@ -216,6 +217,27 @@ def test_after_compactions_a_session_question_gets_the_exact_record_and_no_tool(
     assert facts.goal == GOAL.replace("mod01.py", files[0])
     assert facts.hard == ("Never modify any file.",)
     assert [e.source for e in facts.evidence][:4] == [f"Read {f}" for f in files]
+
+
+def test_a_follow_up_that_points_back_is_searched_for_with_the_request_before_it(tmp_path: Path) -> None:
+    """On click, "How many lines does that file have?" after "Read decorators.py: which function…"
+    named nothing the pre-search could find, and the 1.5B named a file that does not exist."""
+    files = make_files(tmp_path, 3, 1200)
+    lines = len((tmp_path / files[1]).read_text().splitlines())
+    seen: list[Request] = []
+
+    def respond(request: Request) -> FakeTurn:
+        seen.append(request)
+        return FakeTurn("It is all there.")
+
+    agent, _, _ = make_agent(tmp_path, FakeProvider(respond))
+    agent.guide = Navigator(tmp_path, 4096, cache=False).guide
+    agent.run(f"Read {files[1]}: what does f_1_3 return?")
+    agent.run("How many lines does that file have?")
+    found = seen[-1].messages[-1].tool_results
+    assert found and f"{files[1]} ({lines} lines)" in found[0].content
+    agent.run("What does f_2_1 return?")  # names its own: searched for as it is
+    assert "f_1_3" not in seen[-1].messages[-1].tool_results[0].content
 
 
 def test_a_compaction_mid_question_resumes_that_question(tmp_path: Path) -> None:
