@@ -88,11 +88,13 @@ def probe(category: str, prompt: str, expect: str = ALL_FILES, *, said: int | No
     return Step(prompt, "" if said is not None else expect, category, said)
 
 
-def said_terms(answer: str) -> set[str]:
-    """The terms the first sentence of an answer named: its `code` spans, else its identifiers."""
+def said_terms(answer: str, asked: str = "") -> set[str]:
+    """The terms the first sentence of an answer named: its `code` spans, else its identifiers; none
+    the probe itself names ("How many lines did you say main.py has?" is not answered by `main.py`)."""
     first = re.split(r"(?<=[.!?])\s", answer.strip(), maxsplit=1)[0] if answer.strip() else ""
     code = set(re.findall(r"`([^`]+)`", first))
-    return code or set(re.findall(r"\b(?:[A-Z][a-z]+[A-Z]\w*|\w+_\w+|\w+\.py|\d{2,})\b", first))
+    terms = code or set(re.findall(r"\b(?:[A-Z][a-z]+[A-Z]\w*|\w+_\w+|\w+\.py|\d{2,})\b", first))
+    return {t for t in terms if t.lower() not in asked.lower()}
 
 
 READ_ALL = "Which files have you read in this session?"
@@ -319,12 +321,15 @@ def run_session(
             break
         step, compactions = session.steps[i], progress["compactions"]
         result, events, seconds = ask(aforo, step.prompt, workspace, flags, state, resume=i > 0)
+        # Every question's events, to see afterwards what a wrong answer was asked with.
+        (state / "events").mkdir(exist_ok=True)
+        (state / "events" / f"{i + 1:02d}.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
         answer = str(result.get("answer") or "")
         ending = str(result.get("ending") or "no result")
         mark = "work"
         if step.category:
             if step.said is not None:
-                expected = sorted(said_terms(progress["answers"][step.said]))
+                expected = sorted(said_terms(progress["answers"][step.said], step.prompt))
                 right = ending == "end_turn" and any(term in answer for term in expected)
             elif step.expect == ALL_FILES:
                 right = ending == "end_turn" and artifact_right(answer, read, files)

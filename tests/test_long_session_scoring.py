@@ -36,6 +36,9 @@ def test_a_probe_of_what_was_said_takes_the_terms_of_that_answer() -> None:
     assert said_terms("Click raises a `ClickException` for it. Then `Other`.") == {"ClickException"}
     assert said_terms("core.py has 3042 lines.") == {"core.py", "3042"}
     assert said_terms("It returns BaseCommand or parse_args.") == {"BaseCommand", "parse_args"}
+    # A term the probe names itself is no sign the answer repeats what was said: only the count is.
+    asked = "How many lines did you say main.py has?"
+    assert said_terms("main.py has 394 lines.", asked) == {"394"}
 
 
 def test_the_reads_are_the_runs_read_calls_inside_the_package(tmp_path: Path) -> None:

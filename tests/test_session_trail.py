@@ -16,11 +16,14 @@ from aforo.cli.commands import Commands
 from aforo.cli.context_view import trail_lines
 from aforo.cli.session_keeper import SessionKeeper
 from aforo.context.compacted import IN_FLIGHT
-from aforo.context.ledger import COMPACTED_HEADER, is_compacted
-from aforo.context.trail import BLOCK_HEADER, Trail, block, decisions_in, first_sentence, recall_only
+from aforo.context.ledger import COMPACTED_HEADER, build_ledger, is_compacted
+from aforo.context.trail import Trail, decisions_in, first_sentence, recall_only
+from aforo.context.trail_view import BLOCK_HEADER, NO_READS, block
 from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_SOURCES
+from aforo.loop.after_answer import correction, in_words
 from aforo.loop.opening import TRAIL_PART
 from aforo.messages import Message, Request, ToolResult, ToolUse
+from aforo.navigate.guide import Navigator
 from aforo.providers.fake import FakeProvider, FakeTurn
 from aforo.records import Decision
 from aforo.store.sessions import SessionRecord, SessionStore
@@ -60,6 +63,34 @@ def test_the_trail_keeps_requests_rules_decisions_reads_and_what_each_answer_con
     )
 
 
+def test_aforos_own_asks_are_no_request_rule_or_question_of_the_user() -> None:
+    """Asked again in words, or to correct its citations, the model gets a user's turn from aforo: on
+    click the trail kept "Answer in your own words, … : Read decorators.py: where is …" as the user's
+    request, and "cite only files and lines that exist" would be a rule the user gave."""
+    asked = "Where is pass_context defined?"
+    messages = [
+        Message.user(GOAL),
+        Message.assistant("mod00.py is longer."),
+        Message.user(asked),
+        Message.assistant("Read decorators.py"),
+        Message.user(in_words("the names of tool calls", asked)),
+        Message.assistant("It is defined in decorators.py at line 27, I think."),
+        Message.user(correction([])),
+        Message.assistant("It is defined in decorators.py at line 26."),
+    ]
+    trail = Trail.of(messages)
+    assert trail.requests == (GOAL, asked)
+    assert trail.rules == ("Never modify any file.",)
+    assert trail.answers[-1] == (asked, "It is defined in decorators.py at line 26.")
+    assert build_ledger(messages).requests == (GOAL, asked)
+
+
+def test_a_question_is_no_constraint_of_the_compacted_conversation() -> None:
+    asked = "What does get_current_context return when there is no context and silent is True?"
+    ledger = build_ledger([Message.user(GOAL), Message.user(asked)])
+    assert ledger.hard == ("Never modify any file.",)
+
+
 def test_the_trail_is_redacted_and_bounded() -> None:
     messages = [Message.user(f"Use the key {SECRET} to call it.")]
     for i in range(TRAIL_SOURCES.value + 5):
@@ -88,8 +119,41 @@ def test_the_block_names_files_in_plain_words_never_in_the_call_format() -> None
     shown = block(trail)
     assert shown.startswith(BLOCK_HEADER)
     assert "  - pkg/core.py: 3 000 lines" in shown
-    assert "  - searched for def command: 2 matches in pkg/decorators.py" in shown
+    assert shown.endswith("\n- aforo searched for: def command")  # apart from the files read
     assert "Read pkg" not in shown
+    # The pre-search's pattern as its words; a session that read no file says so.
+    searched = Trail.of(
+        [
+            Message.user(GOAL),
+            Message("assistant", (ToolUse("p", "Grep", {"pattern": r"\b(pass_context|Context)\b"}),)),
+            Message("user", (ToolResult("p", "`pass_context` is defined in decorators.py at line 27."),)),
+            Message.assistant("It is in decorators.py at line 27."),
+            Message.user("Which exception is raised?"),
+            Message.assistant("`NoSuchOption`, in exceptions.py."),
+        ]
+    )
+    shown = block(searched)
+    assert f"{NO_READS}\n- aforo searched for: pass_context, Context\n" in shown
+    # The earlier questions numbered, each with how its answer began.
+    assert shown.endswith(
+        f"  1. The user asked: {GOAL!r} You answered: It is in decorators.py at line 27.\n"
+        "  2. The user asked: 'Which exception is raised?' You answered: `NoSuchOption`, in exceptions.py."
+    )
+
+
+def test_every_earlier_question_is_shown_cut_shorter_before_any_is_left_out() -> None:
+    """On click the record showed questions 4 to 11 of 11: "which exception did you say…?" was about
+    the 3rd."""
+    long = "word " * 60
+    messages = [Message.user(GOAL)]
+    for i in range(1, 20):
+        messages += [Message.user(f"Question {i}: {long}?"), Message.assistant(f"Answer {i}: {long}.")]
+    shown = block(Trail.of(messages))
+    assert len(shown) <= TRAIL_BLOCK_CHARS.value
+    assert (
+        "\n  1. The user asked: 'Question 1: word" in shown
+        and "\n  19. The user asked: 'Question 19" in shown
+    )
 
 
 def test_sentences_and_decisions() -> None:
@@ -100,6 +164,7 @@ def test_sentences_and_decisions() -> None:
     assert recall_only("Which files have you read in this session?")
     assert not recall_only("Now compare the two files we read earlier.")
     assert not recall_only("We decided to drop the YAML loader.")  # a statement, not a question
+    assert decisions_in("What did we decide to focus on, and why?") == []  # asks, decides nothing
     assert recall_only("Remind me what we decided")
 
 
@@ -110,7 +175,7 @@ def trail_model(seen: list[Request]):
         seen.append(request)
         if is_summary_request(request):
             return FakeTurn("Goal: unknown.")  # a summary that lost everything
-        record = next((p.text for p in request.system if p.name == TRAIL_PART), "")
+        record = request.messages[-1].text if BLOCK_HEADER in request.messages[-1].text else ""
         if record:
             return FakeTurn("From the record: " + " | ".join(re.findall(r"^  - (\S+?):", record, re.M)))
         last = request.messages[-1]
@@ -136,7 +201,14 @@ def test_after_compactions_a_session_question_gets_the_exact_record_and_no_tool(
     assert result.reason == "end_turn"
     asked = seen[-1]
     assert asked.answer_only  # no tool call: the record answers it
+    # The record in place of the conversation: one short request, the system prompt the server cached.
+    assert len(asked.messages) == 1 and asked.messages[0].text.endswith(
+        "The user's question: Which files have you read in this session?"
+    )
+    assert all(p.name != TRAIL_PART for p in asked.system)
+    assert is_compacted(agent.messages[0]) and agent.messages[-2].text.startswith("Which files")
     assert agent.messages[-1].text == "From the record: " + " | ".join(files)
+    assert trail_lines(agent.governor.conversation.trail)[3] == "  read or searched: " + ", ".join(files)
     # The record is shown for that question only.
     agent.run("What is in mod00.py?")
     assert all(p.name != TRAIL_PART for p in seen[-1].system)
@@ -145,7 +217,27 @@ def test_after_compactions_a_session_question_gets_the_exact_record_and_no_tool(
     assert facts.goal == GOAL.replace("mod01.py", files[0])
     assert facts.hard == ("Never modify any file.",)
     assert [e.source for e in facts.evidence][:4] == [f"Read {f}" for f in files]
-    assert trail_lines(agent.governor.conversation.trail)[3] == "  read or searched: " + ", ".join(files)
+
+
+def test_a_follow_up_that_points_back_is_searched_for_with_the_request_before_it(tmp_path: Path) -> None:
+    """On click, "How many lines does that file have?" after "Read decorators.py: which function…"
+    named nothing the pre-search could find, and the 1.5B named a file that does not exist."""
+    files = make_files(tmp_path, 3, 1200)
+    lines = len((tmp_path / files[1]).read_text().splitlines())
+    seen: list[Request] = []
+
+    def respond(request: Request) -> FakeTurn:
+        seen.append(request)
+        return FakeTurn("It is all there.")
+
+    agent, _, _ = make_agent(tmp_path, FakeProvider(respond))
+    agent.guide = Navigator(tmp_path, 4096, cache=False).guide
+    agent.run(f"Read {files[1]}: what does f_1_3 return?")
+    agent.run("How many lines does that file have?")
+    found = seen[-1].messages[-1].tool_results
+    assert found and f"{files[1]} ({lines} lines)" in found[0].content
+    agent.run("What does f_2_1 return?")  # names its own: searched for as it is
+    assert "f_1_3" not in seen[-1].messages[-1].tool_results[0].content
 
 
 def test_a_compaction_mid_question_resumes_that_question(tmp_path: Path) -> None:
@@ -182,9 +274,9 @@ def test_a_compaction_mid_question_resumes_that_question(tmp_path: Path) -> None
 def session_server(bodies: list[dict[str, Any]]):
     def answer(body: dict[str, Any]) -> Reply:
         bodies.append(body)
-        system = body["messages"][0]["content"]
-        if BLOCK_HEADER in system:
-            said = "Read: " + ", ".join(re.findall(r"^  - (\S+?)(?::|$)", system, re.M))
+        last = str(body["messages"][-1]["content"])
+        if BLOCK_HEADER in last:
+            said = "Read: " + ", ".join(re.findall(r"^  - (\S+?)(?::|$)", last, re.M))
             return Reply(text=said, prompt_tokens=len(json.dumps(body)) // 4)
         if body["messages"][-1]["role"] == "tool":
             return Reply(text="It defines f_0_0. That is all.", prompt_tokens=len(json.dumps(body)) // 4)
@@ -213,10 +305,13 @@ def test_the_trail_survives_resume_and_answers_for_the_session(tmp_path: Path, a
         )
     assert again.code == 0, again.err
     assert again.run_end()["reason"] == "end_turn"
-    system = bodies[-1]["messages"][0]["content"]
-    assert "- The user's goal (their first request): What does mod00.py define?" in system
-    assert "- A rule the user gave: Only answer in English." in system
-    assert "asked 'What does mod00.py define?" in system and "the answer began: It defines f_0_0." in system
+    sent = bodies[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]  # the record in place of the conversation
+    system = sent[-1]["content"]
+    assert "- The user's first request (their goal): What does mod00.py define?" in system
+    assert "- A rule the user gave you: Only answer in English." in system
+    assert "1. The user asked: 'What does mod00.py define?" in system
+    assert "You answered: It defines f_0_0." in system
     assert "tools" not in bodies[-1] or not bodies[-1]["tools"] or bodies[-1].get("tool_choice") == "none"
 
 

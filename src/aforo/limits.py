@@ -193,7 +193,7 @@ TRAIL_RULES = limit("trail_rules", 40, "items", "rules, and decisions, a session
 TRAIL_SOURCES = limit("trail_sources", 200, "sources", "files read or searched a session's trail keeps")
 TRAIL_ANSWERS = limit("trail_answers", 100, "answers", "conclusions of answers a session's trail keeps")
 TRAIL_BLOCK_CHARS = limit(
-    "trail_block_chars", 2_400, "characters", "the session's trail as shown to the model for one question"
+    "trail_block_chars", 3_600, "characters", "the session's trail as shown to the model for one question"
 )
 
 

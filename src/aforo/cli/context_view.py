@@ -15,7 +15,8 @@ from rich.text import Text
 
 from aforo.cli.render import fmt_tokens
 from aforo.context.breakdown import Breakdown
-from aforo.context.trail import Trail, shown_source
+from aforo.context.trail import Trail
+from aforo.context.trail_view import shown_source
 
 BAR_WIDTH = 60
 MIN_BAR_WIDTH = 10

@@ -24,6 +24,7 @@ from aforo.context.ledger import (
     Ledger,
     evidence_line,
     evidence_source,
+    is_aforos_ask,
     is_compacted,
 )
 from aforo.context.tokens import estimate_text
@@ -89,8 +90,13 @@ def keep_tail(
 
 
 def _is_request(message: Message) -> bool:
-    """A turn the user wrote (not tool results, not an earlier compaction's summary)."""
-    return message.role == "user" and not message.tool_results and not is_compacted(message)
+    """A turn the user wrote (not tool results, not an earlier compaction's summary, not aforo's ask)."""
+    return (
+        message.role == "user"
+        and not message.tool_results
+        and not is_compacted(message)
+        and not is_aforos_ask(message)
+    )
 
 
 def newest_evidence(ledger: Ledger, budget_tokens: int | None) -> tuple[list[str], int]:

@@ -21,6 +21,10 @@ COMPACTED_HEADER = "[Conversation compacted by aforo to save context."
 SUMMARY_HEADER = "## Summary of the work so far"
 EVIDENCE_HEADER = "## Evidence consulted (re-run the tool to see it again)"
 CONTINUE = "Continue the user's task from here."
+# How aforo's own requests in the user's turn begin (an answer asked again in words, a correction of
+# its citations): the model's to act on, never the user's request, rule or decision.
+IN_WORDS = "Answer in your own words, in sentences, not with"
+CORRECTION = "aforo checked the places your answer cites against the workspace"
 
 _HARD = re.compile(
     r"\b(must|never|don't|do not|only|always|exactly|at most|at least|no more than|required|forbidden|"
@@ -71,11 +75,13 @@ def _normalize(text: str) -> str:
 
 
 def constraints_of(text: str) -> tuple[list[str], list[str]]:
+    """The sentences of `text` that set a rule, hard or soft. A question sets none: "What does it return
+    when there is no context?" was a binding constraint of every compacted conversation on click."""
     hard: list[str] = []
     soft: list[str] = []
     for sentence in _SENTENCE.split(text):
         sentence = sentence.strip()
-        if not sentence:
+        if not sentence or sentence.endswith("?"):
             continue
         if _SOFT.search(sentence):
             soft.append(sentence)
@@ -164,11 +170,16 @@ def is_compacted(message: Message) -> bool:
     return message.role == "user" and message.text.startswith(COMPACTED_HEADER)
 
 
+def is_aforos_ask(message: Message) -> bool:
+    """Whether `message` is aforo's own request to the model (`IN_WORDS`, `CORRECTION`), not the user's."""
+    return message.role == "user" and message.text.startswith((IN_WORDS, CORRECTION))
+
+
 def requests_in(message: Message) -> list[str]:
     """The user's requests carried by a message: its text, or those re-attached by a compaction."""
     if is_compacted(message):
         return tagged(message.text, "request")
-    if message.tool_results:  # text riding with tool results is aforo's, not the user's
+    if message.tool_results or is_aforos_ask(message):  # aforo's words, not the user's
         return []
     text = message.text
     return [text] if text.strip() else []

@@ -8,8 +8,7 @@ compaction, which replaces the conversation, never touches it; the session file 
 `--resume`. Each part is bounded by a named limit, and every item is redacted as it comes in.
 
 Asked about the session ("what did we decide", "which files have you read"), the model gets the trail
-as a block of plain lines (`block`): no `Read a.py` in it, the format a small model copied instead of
-answering.
+as a block of plain lines (`context/trail_view`).
 """
 
 from __future__ import annotations
@@ -19,10 +18,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from aforo.context.ledger import constraints_of, evidence_source, is_compacted, requests_in
+from aforo.context.ledger import (
+    constraints_of,
+    evidence_source,
+    is_aforos_ask,
+    is_compacted,
+    requests_in,
+)
 from aforo.limits import (
     TRAIL_ANSWERS,
-    TRAIL_BLOCK_CHARS,
     TRAIL_ITEM_CHARS,
     TRAIL_REQUEST_CHARS,
     TRAIL_RULES,
@@ -75,7 +79,7 @@ def recall_only(question: str) -> bool:
     return asks_about_session(question) and not _ASKS_WORK.search(question)
 
 
-def _clip(text: str, chars: int = int(TRAIL_ITEM_CHARS.value)) -> str:
+def clip(text: str, chars: int = int(TRAIL_ITEM_CHARS.value)) -> str:
     one = " ".join(redact(text).split())
     return one if len(one) <= chars else one[: chars - 1].rstrip() + "…"
 
@@ -87,17 +91,18 @@ def first_sentence(answer: str) -> str:
             continue
         line = line.strip().lstrip(">*-• ").strip()
         if line:
-            return _clip(_SENTENCE_END.split(line, 1)[0])
+            return clip(_SENTENCE_END.split(line, 1)[0])
     return ""
 
 
 def decisions_in(text: str) -> list[Decision]:
-    """The decisions a request states, each with the why it gives ("drop X because Y")."""
+    """The decisions a request states, each with the why it gives ("drop X because Y"). A question
+    takes none: "What did we decide to focus on, and why?" was a decision of the click session."""
     found = []
     for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
-        if sentence.strip() and _DECIDES.search(sentence):
+        if sentence.strip() and not sentence.rstrip().endswith("?") and _DECIDES.search(sentence):
             what, *why = _WHY.split(sentence.strip(), maxsplit=1)
-            found.append(Decision(_clip(what.rstrip(" .,")), _clip(why[0].rstrip(" .")) if why else ""))
+            found.append(Decision(clip(what.rstrip(" .,")), clip(why[0].rstrip(" .")) if why else ""))
     return found
 
 
@@ -134,16 +139,14 @@ class Trail:
             for request in requests_in(message):
                 trail = trail if redact(request) in trail.requests else trail._request(request)
             return trail
-        if not message.text.strip():
+        if not message.text.strip() or is_aforos_ask(message):
             return self
         return self._request(message.text)
 
     def _request(self, text: str) -> Trail:
         text = redact(text)
         hard, soft = constraints_of(text)
-        # "Does it only accept strings?" asks; it sets no rule.
-        said = (c for c in (*hard, *soft) if not c.rstrip().endswith("?"))
-        rules = _bounded_unique((*self.rules, *map(_clip, said)), int(TRAIL_RULES.value))
+        rules = _bounded_unique((*self.rules, *map(clip, (*hard, *soft))), int(TRAIL_RULES.value))
         decisions = _bounded_unique((*self.decisions, *decisions_in(text)), int(TRAIL_RULES.value))
         return replace(self, requests=_within(self.requests, text), rules=rules, decisions=decisions)
 
@@ -154,7 +157,7 @@ class Trail:
         said = first_sentence(message.text)
         if not said or not self.requests:
             return self
-        answers = (*self.answers, (_clip(self.requests[-1]), said))[-int(TRAIL_ANSWERS.value) :]
+        answers = (*self.answers, (clip(self.requests[-1]), said))[-int(TRAIL_ANSWERS.value) :]
         return replace(self, answers=answers)
 
     def _results(self, message: Message) -> Trail:
@@ -165,7 +168,7 @@ class Trail:
             if source is None or result.is_error:
                 continue
             read.pop(source, None)  # read again: it moves to the end, with its newest fact
-            read[source] = _clip(result.facts) if result.facts else ""
+            read[source] = clip(result.facts) if result.facts else ""
         return replace(self, read=tuple(read.items())[-int(TRAIL_SOURCES.value) :])
 
     # --- persistence (the session file) ------------------------------------------------------------
@@ -259,54 +262,5 @@ def with_trail(facts: CheckpointFacts, trail: Trail, pending: str | None) -> Che
         soft=tuple(soft),
         decisions=_bounded_unique((*trail.decisions, *facts.decisions), 2 * int(TRAIL_RULES.value)),
         evidence=evidence,
-        next_action=f"answer the request in flight: {_clip(pending)}" if pending else facts.next_action,
+        next_action=f"answer the request in flight: {clip(pending)}" if pending else facts.next_action,
     )
-
-
-# --- the trail as the model sees it -----------------------------------------------------------------
-
-BLOCK_HEADER = (
-    "aforo's record of this session (kept by aforo, exact). For a question about the session itself "
-    "(the goal, the rules, what was decided, read, found or answered), answer from it:"
-)
-_VERBS = {"Grep": "searched for", "Find": "looked up the definition of", "Glob": "listed files matching"}
-
-
-def shown_source(source: str, fact: str) -> str:
-    """One read or search in plain words (never `Read a.py`, the call format a small model copies)."""
-    tool, _, target = source.partition(" ")
-    what = target if tool in ("Read", "LS") else f"{_VERBS.get(tool, tool)} {target}"
-    if not fact:
-        return what
-    path = target.split(" ", 1)[0]
-    return fact if tool == "Read" and fact.startswith(path) else f"{what}: {fact}"
-
-
-def block(trail: Trail) -> str:
-    """The trail as a few plain lines, at most TRAIL_BLOCK_CHARS: the goal, the rules and the decisions
-    first; then what was read (facts dropped before sources); then the newest earlier answers."""
-    head = [BLOCK_HEADER, f"- The user's goal (their first request): {_clip(trail.goal)}"]
-    head += [f"- A rule the user gave: {r}" for r in trail.rules]
-    head += [f"- Decided: {d.decision}" + (f" (why: {d.why})" if d.why else "") for d in trail.decisions]
-    room = int(TRAIL_BLOCK_CHARS.value) - sum(len(line) + 1 for line in head)
-    reads = _fit([f"  - {shown_source(s, f)}" for s, f in trail.read], room // 2)
-    if len(reads) < len(trail.read):  # the facts do not fit: every source, without them
-        reads = _fit([f"  - {shown_source(s, '')}" for s, _ in trail.read], room // 2)
-    lines = [*head, "- Files read and searches made, in order:", *reads] if reads else head
-    room = int(TRAIL_BLOCK_CHARS.value) - sum(len(line) + 1 for line in lines)
-    asked = [f"  - asked {q!r}; the answer began: {a}" for q, a in trail.answers]
-    earlier = _fit(asked[::-1], room - 40)[::-1]
-    if earlier:
-        lines += ["- Earlier questions, oldest first:", *earlier]
-    return "\n".join(lines)[: int(TRAIL_BLOCK_CHARS.value)]
-
-
-def _fit(lines: list[str], room: int) -> list[str]:
-    """The first of `lines` that fit in `room` characters."""
-    kept, used = [], 0
-    for line in lines:
-        used += len(line) + 1
-        if used > room:
-            break
-        kept.append(line)
-    return kept

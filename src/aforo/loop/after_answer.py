@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 
 from aforo.citations import Verdict
 from aforo.context.conversation import Conversation
+from aforo.context.ledger import CORRECTION, IN_WORDS
 from aforo.events import Cited
 from aforo.loop.budgets import late_note
 from aforo.loop.reading import ReadReply
@@ -85,7 +86,7 @@ def next_step(
 def in_words(copied: str, question: str) -> str:
     """What the request after a copied format says: the question again, to answer in words."""
     asked = f": {question}" if question else "."
-    return f"Answer in your own words, in sentences, not with {copied} as aforo shows them{asked}"
+    return f"{IN_WORDS} {copied} as aforo shows them{asked}"
 
 
 def _checked(
@@ -110,7 +111,7 @@ def correction(wrong: Sequence[Verdict]) -> str:
     """The user's turn that asks for the correction, with each exact fact."""
     facts = "\n".join(f"- {v.citation.text}: {v.fact}." for v in wrong)
     return (
-        "aforo checked the places your answer cites against the workspace; these do not hold:\n"
+        f"{CORRECTION}; these do not hold:\n"
         f"{facts}\nWrite your whole answer again, corrected: cite only files and lines that exist."
     )
 

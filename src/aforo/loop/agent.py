@@ -27,7 +27,7 @@ from aforo.events import EventSink, Info, RunEnd, RunResult
 from aforo.limits import RUN_SECONDS
 from aforo.loop.after_answer import CitationCheck, next_step
 from aforo.loop.budgets import before_turn, late_seconds, spent_during, stopped_note
-from aforo.loop.opening import Guide, about_session, open_run
+from aforo.loop.opening import Guide, open_run, recall_view
 from aforo.loop.reading import ReadReply, read_reply
 from aforo.loop.run import CANCELLED, CANCELLED_RESULT, End, RunState, out_of_turns, stop_if, turn_end
 from aforo.loop.schema_refusal import refused_schema
@@ -69,9 +69,17 @@ class Agent:
         """The conversation, as the governor holds it."""
         return self.governor.conversation.messages
 
-    def request(self, answer_only: bool = False, question: str = "", worded: bool = False) -> Request:
+    def request(
+        self,
+        answer_only: bool = False,
+        question: str = "",
+        worded: bool = False,
+        messages: Sequence[Message] | None = None,
+    ) -> Request:
+        """`messages`: what to send in place of the conversation (a question only about the session)."""
         gov = self.governor
-        fixed = (self.provider.model, self.system, self.tools.specs_for(gov.window), self.messages)
+        sent = self.messages if messages is None else tuple(messages)
+        fixed = (self.provider.model, self.system, self.tools.specs_for(gov.window), sent)
         return Request(
             *fixed,
             gov.budget.reserve,
@@ -100,10 +108,6 @@ class Agent:
         asked = prompt if question is None else question
         run = RunState(question=asked, compacted=compacted(self.messages), deadline=deadline)
         run.hard = deadline + late_seconds(self.time_budget)
-        # A question only about the session is answered from its trail, shown for it: no tool call
-        # first (the 1.5B wrote `Read a.py, Read b.py` asked which files it had read). Asked before the
-        # question joins the conversation: only a session that had one before it has a trail to show.
-        recall = about_session(self.governor.conversation, asked, only=True)
         opened = open_run(
             self.governor.conversation,
             self.system,
@@ -114,7 +118,10 @@ class Agent:
             attached=attached,
         )
         self.system = opened.system
-        run.answer_only = answer_first or recall or opened.answer_only
+        # A question only about the session is answered from its trail, shown for it: no tool call
+        # first (the 1.5B wrote `Read a.py, Read b.py` asked which files it had read).
+        run.record, run.since = opened.record, opened.since
+        run.answer_only = answer_first or bool(opened.record) or opened.answer_only
         try:
             with cancel_on_sigint(cancel):
                 for turn in range(1, self.max_turns + 1):
@@ -182,8 +189,16 @@ class Agent:
         gov, refused = self.governor, None
         while True:
             try:
-                request = self.request(run.answer_only, run.question, run.worded)
-                admitted = gov.admit(request, self.provider, force_compact=refused is not None, cancel=cancel)
+                view = recall_view(self.messages[run.since :], run.record) if run.record else None
+                request = self.request(run.answer_only, run.question, run.worded, view)
+                # The trail in place of the conversation: nothing of the conversation to transform.
+                admitted = gov.admit(
+                    request,
+                    self.provider,
+                    force_compact=refused is not None,
+                    cancel=cancel,
+                    transform=not run.record,
+                )
             except (RejectedError, TransformError) as exc:
                 if refused is None:
                     raise End("context_overflow", str(exc)) from exc

@@ -1,27 +1,53 @@
 """How a run opens: what the harness finds for the question (aforo.navigate), then the user's turn.
 
-A question about the session itself (its goal, rules, decisions, what was read or answered) gets the
-session's trail as the last part of the system prompt, for that run only: the trail is exact where the
-conversation, compacted, may no longer be. Every other question goes without it, and a run after it
-drops it again.
+A question only about the session itself (its goal, rules, decisions, what was read or answered) is
+asked with the session's trail in place of the conversation (`recall_view`): the trail is exact where
+the conversation, compacted, may no longer be, and the conversation is what misled the model (asked
+after two compactions what it had said earlier, the 1.5B gave its newest answer). It is also short: the
+trail as the last part of the system prompt made the server read the whole prompt again (one slot, its
+cache a prefix), 2 500 tokens on click in a 4 096 window, and the request compact first: 219 s, past
+the time budget, no answer. A request for work that refers back to the session ("Now compare the two
+files we read earlier") gets the trail as the last part of the system prompt, with its conversation.
+Every other question goes without it, and a run after it drops it again.
+
+A follow-up that names no file and points back ("How many lines does that file have?", "Which two
+classes does it inherit from?") is searched for with the request before it: by itself it names nothing
+the pre-search can find, and the 1.5B, after "Read decorators.py: which function makes a decorator…",
+named a `compat.py` that does not exist, then repeated its last answer.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from aforo.context.conversation import Conversation
-from aforo.context.trail import asks_about_session, block, recall_only
+from aforo.context.trail import Trail, asks_about_session, recall_only
+from aforo.context.trail_view import block
 from aforo.events import EventSink
 from aforo.messages import Message, SystemPart
 from aforo.navigate.guide import Guided
+from aforo.navigate.terms import question_paths
 
 # Called as each run begins with the question, the system prompt, the call ids taken and whether the
 # conversation is empty.
 Guide = Callable[[str, tuple[SystemPart, ...], Collection[str], bool], Guided]
 # The name of the system part the trail is shown in.
 TRAIL_PART = "session record"
+# A question that points back to what the one before it named: "And which…", "that file", "in it".
+_POINTS_BACK = re.compile(
+    r"^\W*and\b|\b(?:it|its|them)\b|\b(?:that|this|the same) (?:file|module|class|function|method|one)\b",
+    re.IGNORECASE,
+)
+
+
+def searched_for(question: str, trail: Trail) -> str:
+    """What the pre-search looks for: the question, after the request before it when it points back to
+    it and names no file of its own."""
+    if not trail.requests or question_paths(question) or not _POINTS_BACK.search(question):
+        return question
+    return f"{trail.requests[-1]}\n{question}"
 
 
 def about_session(conversation: Conversation, question: str, *, only: bool = False) -> bool:
@@ -34,6 +60,17 @@ def about_session(conversation: Conversation, question: str, *, only: bool = Fal
 class Opened:
     system: tuple[SystemPart, ...]  # the system prompt to send from now on (the guide's map in it)
     answer_only: bool = False  # the guide found what the answer is made of: the first call answers
+    # A question only about the session: the trail to ask it with, in place of the conversation before
+    # the run, which starts at `since` ("" and 0 for any other question).
+    record: str = ""
+    since: int = 0
+
+
+def recall_view(run: Sequence[Message], record: str) -> tuple[Message, ...]:
+    """What a question only about the session is sent with: the trail, then the question, then what the
+    run added since (an answer asked again in words)."""
+    first, *rest = run
+    return (Message.user(f"{record}\n\nThe user's question: {first.text}"), *rest)
 
 
 def open_run(
@@ -52,16 +89,19 @@ def open_run(
     the first call answers (an overview from the project's own words, an empty workspace: one bounded
     pass, no wandering)."""
     kept = tuple(p for p in system if p.name != TRAIL_PART)
-    recalled = about_session(conversation, question)
+    only = about_session(conversation, question, only=True)
+    since, record = len(conversation.messages), block(conversation.trail) if only else ""
+    recalled = not only and about_session(conversation, question)
     system = (*kept, SystemPart(block(conversation.trail), TRAIL_PART)) if recalled else kept
     answer_only = False
     # The answer to a question only about the session is in its trail: nothing is searched for it.
-    if guide is not None and not about_session(conversation, question, only=True):
+    if guide is not None and not only:
         taken = {u.id for m in (*conversation.messages, *attached) for u in m.tool_uses}
-        guided = guide(question, system, taken, not conversation.messages)
+        looked_for = searched_for(question, conversation.trail)
+        guided = guide(looked_for, system, taken, not conversation.messages)
         system, attached, answer_only = guided.system, (*attached, *guided.messages), guided.answer_only
         for event in guided.events:
             emit(event)
     for message in (Message.user(prompt), *attached):
         conversation.append(message)
-    return Opened(system, answer_only)
+    return Opened(system, answer_only, record, since if record else 0)

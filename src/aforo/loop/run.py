@@ -55,6 +55,10 @@ class RunState:
     hard: float = math.inf  # when the answer asked for after it is stopped, as far as it got
     late: int = 0  # turns started after the deadline
     read: set[str] = field(default_factory=set)  # the sources (as evidence lists name them) it called
+    # A question only about the session: the trail it is asked with, in place of the conversation
+    # before `since` (the run's first message).
+    record: str = ""
+    since: int = 0
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
