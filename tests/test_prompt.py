@@ -130,3 +130,13 @@ def test_the_cli_warns_and_sends_nothing_from_outside(ws: Path) -> None:
     assert run.code == 0, run.err
     assert "OUTSIDE-SECRET" not in str(seen)
     assert "AGENTS.md was not used" in run.err
+
+
+def test_the_base_prompt_asks_for_no_more_than_the_question_needs_and_only_what_the_lines_show(
+    ws: Path,
+) -> None:
+    # With the reply format's answer line, this ended `make demo`'s padding on the 1.5B (issue 37).
+    text = system_prompt(ws).parts[0].text
+    assert "Answer in as few sentences as the question needs" in " ".join(text.split())
+    assert "say only what the lines you read show" in text
+    assert "stop once the question is answered" in text

@@ -57,7 +57,9 @@ def test_the_reply_format_names_each_tool_once_and_does_not_change_when_only_the
         "\"glob\": a pattern. Find files by name ('*.py', 'src/**/test_*.py'), newest first, skipping "
         ".gitignored files.",
         '"ls": a path. List a directory (default: the workspace root).',
-        '"answer": your answer to the question, in words, once you have read what it needs.',
+        # Said nearest the answer: without it the 1.5B padded `make demo`'s answer (issue 37).
+        '"answer": your answer to the question, in words, once you have read what it needs: only what the '
+        "lines show, then stop.",
     ]
     asked = Request("m", (SystemPart("base"),), TOOLS, (Message.user("q"),), 100, constrained=True)
     only = Request(

@@ -131,7 +131,12 @@ def instructions(tools: Sequence[ToolSpec]) -> str:
         value = f"a list of {_words(f.primary)}s" if f.batch else f"a {_words(f.primary)}"
         also = ", only those the question needs" if f.batch else ""
         lines.append(f'"{f.key}": {value}. {f.summary}{also}.')
-    lines.append(f'"{ANSWER}": your answer to the question, in words, once you have read what it needs.')
+    # "only what the lines show, then stop": without it the 1.5B went on after a right answer about a
+    # file with sentences the file does not show ("The file is not used by the user.", issue 37).
+    lines.append(
+        f'"{ANSWER}": your answer to the question, in words, once you have read what it needs: only what '
+        "the lines show, then stop."
+    )
     return "\n".join(lines)
 
 

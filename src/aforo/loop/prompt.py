@@ -44,9 +44,13 @@ OVERVIEW_SECONDS = 2.0
 # the user's home directory does not leak into every request.
 # Every token of it is resent on every turn of a small window: what the tools do is said once, by them
 # (their definitions, or the reply format of constrained steps), not again here.
+# The length and grounding instruction (issue 37) goes with the reply format's "answer" line, which says
+# it again nearest the answer: measured on `make demo` (docs/real-code.md, "Padding"), this sentence
+# alone made the 1.5B pad more, the two together ended its answer after what the file shows.
 BASE = """You are aforo, a read-only coding assistant in the workspace "{workspace}"; paths are relative \
-to it. Look at the code before you answer: never guess what a file contains. Answer concisely and cite \
-the files and lines you used (file:line)."""
+to it. Look at the code before you answer: never guess what a file contains. Answer in as few sentences \
+as the question needs, say only what the lines you read show, cite the files and lines you used \
+(file:line), and stop once the question is answered."""
 
 
 @dataclass(frozen=True)
