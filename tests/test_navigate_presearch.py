@@ -265,7 +265,9 @@ def test_one_named_file_alone_is_no_search(tmp_path: Path) -> None:
     assert Navigator(tmp_path, 8192).guide("Read counter.py and explain it.", (), set()).messages == ()
 
 
-def test_named_files_with_nothing_found_are_no_search_unless_the_question_is_of_length(tmp_path: Path) -> None:
+def test_named_files_with_nothing_found_are_no_search_unless_the_question_is_of_length(
+    tmp_path: Path,
+) -> None:
     # The three-file task (bench/real_tasks.py): their line counts do not say which defines the most
     # functions; given them as a Glob, the 0.5B called the same Glob again, then answered "alpha.py".
     shutil.copytree(Path(__file__).parents[1] / "examples" / "tasks" / "trio", tmp_path / "trio")
