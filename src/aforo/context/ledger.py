@@ -243,13 +243,11 @@ def checkpoint_facts(
     return CheckpointFacts(
         reason=reason,
         tokens_before=tokens_before,
-        where=stamp.where,
+        stamp=stamp,
         goal=led.goal,
         hard=led.hard,
         soft=led.soft,
         decisions=led.decisions,
         evidence=led.evidence,
         next_action=led.next_action,
-        lane=stamp.lane,
-        model_served=stamp.served,
     )
