@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 from aforo import reply_format
 from aforo.context.budget import Budget
 from aforo.context.compacted import KEPT_REQUESTS, LEFT_OUT_HEADER, assemble, keep_tail
-from aforo.context.ledger import build_ledger, constraints_of, is_compacted
+from aforo.context.ledger import build_ledger, is_compacted
 from aforo.context.policy import Policy
 from aforo.context.stages import CapResult, cap_text, clear_old_results
+from aforo.context.statements import constraints_of
 from aforo.context.summary_request import (
     SHORTER,
     Piece,

@@ -17,7 +17,7 @@ from aforo.context.tokens import estimate_request
 from aforo.errors import CompactionError, HTTPStatusError, StoreError, TransformError
 from aforo.messages import Message, Request
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
-from aforo.records import CheckpointFacts, Decision, Where
+from aforo.records import CheckpointFacts, Decision, Stamp, Where
 from aforo.wire.openai_chat import messages_to_openai
 from support.scenario import TASK_KEY, is_summary_request, make_agent, make_files, reader_model
 
@@ -362,7 +362,7 @@ def test_clear_and_undo_without_a_checkpoint_keep_the_conversation(tmp_path: Pat
 
 
 def journal_facts(reason: str) -> CheckpointFacts:
-    return CheckpointFacts(reason=reason, tokens_before=0, where=Where())
+    return CheckpointFacts(reason=reason, tokens_before=0, stamp=Stamp(where=Where(), lane=""))
 
 
 def test_clear_command_is_checkpointed_and_recorded(tmp_path: Path) -> None:

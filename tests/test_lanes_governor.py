@@ -97,7 +97,7 @@ def test_summaries_go_to_the_compaction_lane_and_fit_its_window(tmp_path: Path) 
     assert lane.meter.calibration.measured.estimate == estimate_request(summaries[-1])
     # Each checkpoint names the conversation's lane and the model its server last said it served.
     facts = [c[3] for c in journal.checkpoints]
-    assert facts and {(f.lane, f.model_served) for f in facts} == {("standard", "main-model")}
+    assert facts and {(f.stamp.lane, f.stamp.served) for f in facts} == {("standard", "main-model")}
 
 
 def answering(files: list[str], served: Callable[[Request], str | None]) -> Callable[[Request], FakeTurn]:

@@ -23,9 +23,8 @@ WHERE = Where(
 
 def test_a_checkpoint_keeps_the_lane_and_the_model_served(tmp_path: Path) -> None:
     journal = StoreJournal(lambda: "s1", CheckpointStore(tmp_path / "cp"), None, lambda e: None)
-    facts = CheckpointFacts(
-        reason="compact", tokens_before=9000, where=WHERE, lane="standard", model_served="qwen-alias"
-    )
+    stamp = Stamp(where=WHERE, lane="standard", served="qwen-alias")
+    facts = CheckpointFacts(reason="compact", tokens_before=9000, stamp=stamp)
     journal.checkpoint((Message.user("find the bug"),), facts)
     assert journal.last_path is not None
     on_disk = json.loads(journal.last_path.read_text())
@@ -36,7 +35,10 @@ def test_a_checkpoint_keeps_the_lane_and_the_model_served(tmp_path: Path) -> Non
 
 def test_a_checkpoint_written_before_lanes_loads_saying_neither(tmp_path: Path) -> None:
     journal = StoreJournal(lambda: "s1", CheckpointStore(tmp_path / "cp"), None, lambda e: None)
-    journal.checkpoint((Message.user("q"),), CheckpointFacts(reason="compact", tokens_before=1, where=WHERE))
+    journal.checkpoint(
+        (Message.user("q"),),
+        CheckpointFacts(reason="compact", tokens_before=1, stamp=Stamp(where=WHERE, lane="")),
+    )
     assert journal.last_path is not None
     data = json.loads(journal.last_path.read_text())
     old = {k: v for k, v in data.items() if k not in ("lane", "model_served")} | {"schema_version": 1}

@@ -17,9 +17,10 @@ from aforo.cli.context_view import trail_lines
 from aforo.cli.session_keeper import SessionKeeper
 from aforo.context.compacted import IN_FLIGHT
 from aforo.context.ledger import COMPACTED_HEADER, build_ledger, is_compacted
-from aforo.context.trail import Trail, decisions_in, first_sentence, recall_only
+from aforo.context.statements import decisions_in
+from aforo.context.trail import Trail, first_sentence, recall_only
 from aforo.context.trail_view import BLOCK_HEADER, NO_READS, block
-from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_SOURCES
+from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_ITEM_CHARS, TRAIL_SOURCES
 from aforo.loop.after_answer import correction, in_words
 from aforo.loop.opening import TRAIL_PART
 from aforo.messages import Message, Request, ToolResult, ToolUse
@@ -166,6 +167,14 @@ def test_sentences_and_decisions() -> None:
     assert not recall_only("We decided to drop the YAML loader.")  # a statement, not a question
     assert decisions_in("What did we decide to focus on, and why?") == []  # asks, decides nothing
     assert recall_only("Remind me what we decided")
+
+
+def test_the_trail_clips_a_decision_and_its_why_to_one_item() -> None:
+    most = int(TRAIL_ITEM_CHARS.value)
+    trail = Trail().absorb(Message.user(f"Let's drop   the {'x' * most} loader because {'y' * 2 * most}."))
+    (decision,) = trail.decisions
+    assert decision.decision.startswith("Let's drop the x") and len(decision.decision) == most
+    assert decision.why.endswith("…") and len(decision.why) == most
 
 
 def trail_model(seen: list[Request]):

@@ -80,7 +80,7 @@ def test_checkpoint_facts_reach_the_file_of_the_session_asked_for(tmp_path: Path
     facts = CheckpointFacts(
         reason="compact",
         tokens_before=2345,
-        where=WHERE,
+        stamp=Stamp(where=WHERE, lane=""),
         goal="find the bug",
         hard=("never touch tests/",),
         decisions=(Decision("read a.py first", "it is the entry point"),),

@@ -38,15 +38,13 @@ class CheckpointFacts:
 
     reason: str
     tokens_before: int
-    where: Where
+    stamp: Stamp  # the conversation's lane, and the model its server last said served it
     goal: str = ""
     hard: tuple[str, ...] = ()
     soft: tuple[str, ...] = ()
     decisions: tuple[Decision, ...] = ()
     evidence: tuple[Evidence, ...] = ()
     next_action: str = ""
-    lane: str = ""  # the conversation's lane
-    model_served: str = ""  # the model its server last said served the conversation ("" unknown)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from aforo.context.statements import constraints_of
 from aforo.limits import LABEL_CHARS
 from aforo.messages import Message, ToolUse
 from aforo.records import CheckpointFacts, Decision, Evidence, Stamp
@@ -26,13 +27,6 @@ CONTINUE = "Continue the user's task from here."
 IN_WORDS = "Answer in your own words, in sentences, not with"
 CORRECTION = "aforo checked the places your answer cites against the workspace"
 
-_HARD = re.compile(
-    r"\b(must|never|don't|do not|only|always|exactly|at most|at least|no more than|required|forbidden|"
-    r"nunca|siempre|solo|sólo|no )\b",
-    re.IGNORECASE,
-)
-_SOFT = re.compile(r"\b(should|prefer|preferably|ideally|try to|avoid|if possible|mejor|preferible)\b", re.I)
-_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
 # A section header of the summary format (summary_request.SUMMARY_SYSTEM), with or without Markdown emphasis.
 _SECTION = re.compile(
     r"^[\s#*_-]*(goal|constraints|decisions|evidence|next action)[\s*_]*:[\s*_]*(.*)$", re.IGNORECASE | re.M
@@ -72,22 +66,6 @@ class Ledger:
 
 def _normalize(text: str) -> str:
     return " ".join(text.lower().split())
-
-
-def constraints_of(text: str) -> tuple[list[str], list[str]]:
-    """The sentences of `text` that set a rule, hard or soft. A question sets none: "What does it return
-    when there is no context?" was a binding constraint of every compacted conversation on click."""
-    hard: list[str] = []
-    soft: list[str] = []
-    for sentence in _SENTENCE.split(text):
-        sentence = sentence.strip()
-        if not sentence or sentence.endswith("?"):
-            continue
-        if _SOFT.search(sentence):
-            soft.append(sentence)
-        elif _HARD.search(sentence):
-            hard.append(sentence)
-    return hard, soft
 
 
 def evidence_source(use: ToolUse) -> str:
@@ -265,13 +243,11 @@ def checkpoint_facts(
     return CheckpointFacts(
         reason=reason,
         tokens_before=tokens_before,
-        where=stamp.where,
+        stamp=stamp,
         goal=led.goal,
         hard=led.hard,
         soft=led.soft,
         decisions=led.decisions,
         evidence=led.evidence,
         next_action=led.next_action,
-        lane=stamp.lane,
-        model_served=stamp.served,
     )

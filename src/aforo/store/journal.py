@@ -37,7 +37,8 @@ class StoreJournal:
         self.last_path: Path | None = None
 
     def checkpoint(self, messages: tuple[Message, ...], facts: CheckpointFacts) -> str:
-        where = facts.where
+        stamp = facts.stamp
+        where = stamp.where
         cp = Checkpoint(
             session_id=self.session(),
             reason=facts.reason,
@@ -53,8 +54,8 @@ class StoreJournal:
             window_source=where.window_source,
             tokens_before=facts.tokens_before,
             counter=where.counter,
-            lane=facts.lane,
-            model_served=facts.model_served,
+            lane=stamp.lane,
+            model_served=stamp.served,
         )
         self.last_path = self.checkpoints.write(cp)
         return cp.id

@@ -1,0 +1,60 @@
+"""What a user's words state: the rules they set (hard or soft) and the decisions they take, each one
+sentence of a request, read by the ledger (what a compaction must keep) and the trail (what the session
+knows) alike.
+
+A question states nothing: "What does it return when there is no context?" was a binding constraint of
+every compacted conversation on click, and "What did we decide to focus on, and why?" a decision.
+"""
+
+from __future__ import annotations
+
+import re
+
+from aforo.records import Decision
+
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+
+
+def statements(text: str) -> list[str]:
+    """The sentences of `text` that state something: not blank, not a question."""
+    sentences = (sentence.strip() for sentence in _SENTENCE.split(text))
+    return [sentence for sentence in sentences if sentence and not sentence.endswith("?")]
+
+
+_HARD = re.compile(
+    r"\b(must|never|don't|do not|only|always|exactly|at most|at least|no more than|required|forbidden|"
+    r"nunca|siempre|solo|sólo|no )\b",
+    re.IGNORECASE,
+)
+_SOFT = re.compile(r"\b(should|prefer|preferably|ideally|try to|avoid|if possible|mejor|preferible)\b", re.I)
+
+
+def constraints_of(text: str) -> tuple[list[str], list[str]]:
+    """The sentences of `text` that set a rule, hard or soft."""
+    hard: list[str] = []
+    soft: list[str] = []
+    for sentence in statements(text):
+        if _SOFT.search(sentence):
+            soft.append(sentence)
+        elif _HARD.search(sentence):
+            hard.append(sentence)
+    return hard, soft
+
+
+# A sentence that takes a decision; "because", "since" or "so that" starts its why.
+_DECIDES = re.compile(
+    r"\b(decided|decide|we'll|we will|let's|let us|go with|going with|chose|choose|settle on|settled on|"
+    r"instead of|rather than|rejected?|drop|decidimos|usaremos|descartamos)\b",
+    re.IGNORECASE,
+)
+_WHY = re.compile(r"\s*,?\s+\b(?:because|since|so that|as it|porque)\b\s+", re.IGNORECASE)
+
+
+def decisions_in(text: str) -> list[Decision]:
+    """The decisions `text` states, each with the why it gives ("drop X because Y"), as written."""
+    found = []
+    for sentence in statements(text):
+        if _DECIDES.search(sentence):
+            what, *why = _WHY.split(sentence, maxsplit=1)
+            found.append(Decision(what.rstrip(" .,"), why[0].rstrip(" .") if why else ""))
+    return found
