@@ -179,3 +179,19 @@ def test_a_name_written_as_a_call_is_the_name() -> None:
 )
 def test_a_long_hostile_answer_is_read_in_linear_time(text: str) -> None:
     assert len(find(text, 64)) <= 1
+
+
+def test_a_definition_said_with_its_file_first_is_checked_as_one() -> None:
+    # The 1.5B after two compactions (held-out session dotenv-h): "In `cli.py`, the function
+    # `find_dotenv` is defined." Only the file was checked, and it exists.
+    assert verdicts("In `__init__.py`, the function `find_dotenv` is defined.") == [
+        (
+            "In __init__.py, the function find_dotenv is defined",
+            False,
+            "`__init__.py` defines no `find_dotenv`; `find_dotenv` is defined in `main.py` at line 275",
+        )
+    ]
+    assert verdicts("In main.py, at line 275, find_dotenv is defined.")[0][1:] == (True, "")
+    assert verdicts("in main.py (line 12) the find_dotenv function is defined")[0][1] is False
+    # "it is defined" names nothing: the path alone is checked.
+    assert [c.name for c in find("In `main.py`, it is defined.", 8)] == [None]

@@ -3,11 +3,11 @@
 A small model with the right lines in front of it still writes places that do not exist: a function
 "defined in `__init__.py` at line 2596" where that file has about a hundred lines, a decorator in one
 module while the symbol index has its one definition in another. `find` reads an answer's citations
-(`path`, `path:line`, `path:start-end`, "`path` at line N", "X is defined in Y (at line N)"); `wanted`
-says which files and names the facts must cover; `check` decides each citation against `Facts` (the
-workspace's files with their lengths, the index's definitions), and says the exact fact when it does
-not hold, in words the model can correct from and a user can read. No I/O here: the caller gathers
-the facts (aforo.loop.cited).
+(`path`, `path:line`, `path:start-end`, "`path` at line N", "X is defined in Y (at line N)", "in Y, X
+is defined"); `wanted` says which files and names the facts must cover; `check` decides each citation
+against `Facts` (the workspace's files with their lengths, the index's definitions), and says the exact
+fact when it does not hold, in words the model can correct from and a user can read. No I/O here: the
+caller gathers the facts (aforo.loop.cited).
 
 A path is matched as the workspace names it or as its tail (`core.py` for `src/click/core.py`): a model
 cites files by name. A name the index does not define is not judged (it may be a method of a library,
@@ -53,6 +53,15 @@ _DEFINED = re.compile(
     rf"(?:also\s{{1,3}})?defined\s{{1,3}}in\s{{1,3}}(?:the\s{{1,3}})?(?:file\s{{1,3}})?`?(?P<path>{PATH})`?"
     rf"(?:\s{{1,3}}(?:file|module))?"
     rf"(?:(?::|,?\s{{0,3}}(?:at|on)\s{{1,3}}line\s{{1,3}}|\s{{0,3}}\(\s{{0,3}}line\s{{1,3}})(?P<start>\d{{1,9}}))?"
+)
+# "In `path`, the function `X` is defined", "in path (line N) X is defined": the same claim, the file
+# first (the 1.5B, after two compactions: "In `cli.py`, the function `find_dotenv` is defined.", where
+# the index has it in main.py; only the file was checked, and it exists).
+_IN_DEFINED = re.compile(
+    rf"\b[Ii]n\s{{1,3}}(?:the\s{{1,3}})?(?:file\s{{1,3}})?`?(?P<path>{PATH})`?(?:\s{{1,3}}(?:file|module))?"
+    rf"(?:,?\s{{0,3}}\(?(?:at|on)?\s{{0,3}}line\s{{1,3}}(?P<start>\d{{1,9}})\)?)?,?\s{{1,3}}(?:the\s{{1,3}})?"
+    rf"(?:{_KINDS}\s{{1,3}})?`?(?P<name>{_NAME})(?:\(\))?`?(?:\s{{1,3}}{_KINDS})?\s{{1,3}}(?:is|are|was)\s{{1,3}}"
+    r"(?:also\s{1,3})?defined\b"
 )
 _WORDS = {"the", "a", "an", "it", "this", "that", "which", "and", "also", "function", "class", "method"}
 
@@ -122,11 +131,13 @@ def find(text: str, limit: int) -> list[Citation]:
         specific.add(m.start("path"))
         found.setdefault(c.key, (m.start(), c))
 
-    for m in _first(_DEFINED, text, limit):
-        name = m["name"]
-        if name.lower() in _WORDS and not m[0].startswith("`"):  # "it is defined in": no name
-            continue
-        add(Citation(_said(m[0]), m["path"], _int(m["start"]), None, name), m)
+    for form in (_DEFINED, _IN_DEFINED):
+        for m in _first(form, text, limit):
+            name = m["name"]
+            quoted = text[m.start("name") - 1 : m.start("name")] == "`"
+            if name.lower() in _WORDS and not quoted:  # "it is defined in": no name
+                continue
+            add(Citation(_said(m[0]), m["path"], _int(m["start"]), None, name), m)
     for m in _first(_AT_LINE, text, limit):
         numbers = [int(n) for n in re.findall(r"\d+", m["list"])]
         if re.search(r"[-–]", m["list"]) and len(numbers) == 2:
