@@ -10,12 +10,13 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+from aforo.context.policy import Policy
 from aforo.messages import MessageEnd, Request, StreamEvent, StreamText, StreamToolCall, Usage
 from aforo.providers.fake import FakeProvider, FakeTurn
 from faults.server import misbehaving_app, openai_chunk, sse
 from support.cli import run_cli
 from support.live_server import LiveServer
-from support.scenario import make_agent, make_files
+from support.scenario import is_summary_request, make_agent, make_files
 from test_constrained_cli import llamacpp_steps, workspace
 
 ANSWER = "From what I read: mod00.py and mod01.py define small functions."
@@ -153,3 +154,38 @@ def test_the_time_budget_is_a_flag_and_a_config_key_shown_at_start(tmp_path: Pat
     info = next(e for e in shown.events() if e["type"] == "info" and "window" in e)
     assert (info["time_budget"], info["max_turns"]) == (42, 25)
     assert "each question: up to 25 model calls and 60 s, then an answer from what it has" in header.out
+
+
+def test_a_compaction_past_the_questions_time_is_stopped_and_the_conversation_kept(tmp_path: Path) -> None:
+    # A held-out long session (packaging-h, 4 096 window, loaded machine): the compaction before the
+    # question's first call took 269 s of a question bounded at 180 s, and then it ended with no answer.
+    (tmp_path / "big.py").write_text("".join(f"def f_{n}(x):\n    return x * {n}\n" for n in range(400)))
+    clock, release = Clock(0.0), threading.Event()
+
+    def script(request: Request) -> FakeTurn:
+        if any(m.tool_results for m in request.messages):
+            return FakeTurn("answered without a compaction")
+        return FakeTurn(tool_calls=[("Read", {"file_path": "big.py"})])
+
+    class SlowSummary(FakeProvider):
+        def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
+            if is_summary_request(request):
+                clock.now = 200.0  # past the budget (150 s) and the answer's share (30 s)
+                release.wait(8)  # a summary that takes its time; only the question's end should stop it
+            yield from super().stream(request, cancel)
+
+    policy = Policy(clear_at=0.2, compact_at=0.2, keep_tool_results=10)  # compacts after the one Read
+    agent, events, _ = make_agent(tmp_path, SlowSummary(script), policy=policy)
+    agent.time_budget, agent.clock = 150.0, clock
+    started = time.monotonic()
+    try:
+        result = agent.run("what is in big.py?")
+    finally:
+        release.set()
+    took = time.monotonic() - started
+    assert result.reason == "time_budget", result
+    assert "compaction before the answer was stopped" in (result.error or "")
+    assert took < 4.0, f"the summary held the question for {took:.1f} s past its time"
+    # As it was before the compaction: the prompt, the Read and its result, nothing summarized.
+    assert [m.role for m in agent.messages] == ["user", "assistant", "user"]
+    assert not [e for e in events.of("context") if getattr(e, "action", "") == "compacted"]

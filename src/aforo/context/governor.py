@@ -22,7 +22,7 @@ from aforo.context.compaction import compact
 from aforo.context.conversation import Conversation
 from aforo.context.counting import Meter
 from aforo.context.dropped import Dropped, since_newest
-from aforo.context.lanes import DEFAULT_LANE, Lane, Served, summary_route
+from aforo.context.lanes import DEFAULT_LANE, Lane, Served, Until, summary_route
 from aforo.context.pipeline import Pipeline
 from aforo.context.plan import Admitted, Outcome, RecoveryFailed, Room, Summarizer
 from aforo.context.policy import Policy
@@ -32,13 +32,14 @@ from aforo.context.tokens import Count
 from aforo.context.transforms import STAGES, Kind
 from aforo.context.undo import Restore, choose
 from aforo.context.watch import Observation, Watch
-from aforo.errors import ContextOverflowError, RejectedError, TransformError
+from aforo.errors import ContextOverflowError, OutOfTime, RejectedError, TransformError
 from aforo.events import EventSink, Warning
 from aforo.messages import MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.records import Stamp, Where
 
 _CANCELLED = "cancelled by the user during the compaction"
+_OUT_OF_TIME = "stopped at the end of the question's time during the compaction"
 
 
 def _changed(room: Room, request: Request, checkpoint: str | None) -> Admitted:
@@ -133,23 +134,26 @@ class Governor:
         force_compact: bool = False,
         cancel: threading.Event | None = None,
         transform: bool = True,
+        until: Until | None = None,
     ) -> Admitted:
         """Run the stages and refuse locally what still cannot fit (RejectedError: nothing was sent).
 
         `force_compact` compacts whatever the count; if that fails, RecoveryFailed says what to put back.
         `cancel` (the run's Ctrl-C) stops a summary request at once: KeyboardInterrupt, with the
-        conversation as it was before this admission. Without `transform` no stage runs: the
+        conversation as it was before this admission; `until` (the question's hard end) stops it the
+        same way, OutOfTime instead of KeyboardInterrupt. Without `transform` no stage runs: the
         conversation is sent as it is or refused (the gateway's default, where the conversation is the
         client's)."""
         started = time.monotonic()
-        room = self._room(request, provider, force=force_compact, cancel=cancel)
+        room = self._room(request, provider, force=force_compact, cancel=cancel, until=until)
         checkpoint = None
         for kind, stage in STAGES if transform else ():
             try:
                 applied = self.pipeline.apply(kind, room.request, room.before, partial(stage, room))
-            except KeyboardInterrupt:
-                if checkpoint is not None:  # a clearing went before the compaction cancelled: put it back
-                    self.recover(_changed(room, request, checkpoint), _CANCELLED)
+            except (KeyboardInterrupt, OutOfTime) as exc:
+                if checkpoint is not None:  # a clearing went before the compaction stopped: put it back
+                    why = _CANCELLED if isinstance(exc, KeyboardInterrupt) else _OUT_OF_TIME
+                    self.recover(_changed(room, request, checkpoint), why)
                 raise
             except TransformError as exc:
                 self.emit(Warning(message=f"{kind.value.event.capitalize()} failed: {exc}"))
@@ -158,7 +162,7 @@ class Governor:
                 continue
             if applied is not None:
                 checkpoint = applied.checkpoint
-                summary = self._summarizer(provider, cancel)
+                summary = self._summarizer(provider, cancel, until)
                 room = replace(room, request=applied.request, before=applied.after, summary=summary)
         count = room.before
         if count.tokens > self._budget.available:
@@ -255,6 +259,7 @@ class Governor:
         force: bool = False,
         instructions: str | None = None,
         cancel: threading.Event | None = None,
+        until: Until | None = None,
     ) -> Room:
         """What a stage may look at, as plain values: the stages never see the governor."""
         return Room(
@@ -264,15 +269,17 @@ class Governor:
             policy=self.policy,
             count=self.meter.count,
             estimate=self.meter.estimates.of,
-            summary=self._summarizer(provider, cancel),
+            summary=self._summarizer(provider, cancel, until),
             force=force,
             instructions=instructions,
         )
 
-    def _summarizer(self, provider: Provider, cancel: threading.Event | None = None) -> Summarizer:
+    def _summarizer(
+        self, provider: Provider, cancel: threading.Event | None = None, until: Until | None = None
+    ) -> Summarizer:
         model, prev, budget, meter = self.model or provider.model, self.watch.prev, self._budget, self.meter
         return summary_route(
-            self.compaction, self.lane, model, budget, meter, prev, provider, cancel, self.emit
+            self.compaction, self.lane, model, budget, meter, prev, provider, cancel, self.emit, until
         )
 
     def _stamp(self) -> Stamp:

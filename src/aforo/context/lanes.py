@@ -24,6 +24,9 @@ from aforo.messages import Request
 from aforo.protocols import Provider
 from aforo.stream import Reply, collect
 
+# Whether the question's time is up (its hard end): a summary asked for it is stopped then.
+Until = Callable[[], bool]
+
 # The name of the conversation's lane when the configuration names none.
 DEFAULT_LANE = "default"
 
@@ -39,7 +42,12 @@ class Lane:
     budget: Budget  # its window; a summary request must fit `available`, `reserve` bounds the summary
     meter: Meter  # its counter and its calibration, apart from the conversation's
 
-    def summarizer(self, cancel: threading.Event | None = None, emit: EventSink | None = None) -> Summarizer:
+    def summarizer(
+        self,
+        cancel: threading.Event | None = None,
+        emit: EventSink | None = None,
+        until: Until | None = None,
+    ) -> Summarizer:
         # No growth baseline on this lane: it sees one summary request at a time, never a growing prompt.
         calibration = self.meter.calibration
         return Summarizer(
@@ -47,7 +55,7 @@ class Lane:
             model=self.model,
             budget=self.budget,
             count=self.meter.count,
-            ask=summary_asker(self.provider, cancel, emit),
+            ask=summary_asker(self.provider, cancel, emit, until),
             ratio=calibration.ratio,
             prev=None,
             calibrate=calibration.update,
@@ -55,13 +63,15 @@ class Lane:
 
 
 def summary_asker(
-    provider: Provider, cancel: threading.Event | None, emit: EventSink | None
+    provider: Provider, cancel: threading.Event | None, emit: EventSink | None, until: Until | None = None
 ) -> Callable[[Request], Reply]:
     """How a summary request is read: like a model call, in a worker thread that the run's `cancel`
     stops at once (read without it, the first Ctrl-C only set an event nobody looked at for the 10-35 s
-    a summary took), its progress shown as the compaction's."""
+    a summary took), its progress shown as the compaction's. `until` says when the question's time is
+    up: the summary is stopped then (OutOfTime), as the question's own calls are (a compaction before a
+    question's first call took 269 s of a 180 s question on a loaded machine)."""
     progress = None if emit is None else partial(_as_compacting, emit)
-    return partial(collect, provider, cancel=cancel, progress=progress)
+    return partial(collect, provider, cancel=cancel, progress=progress, until=until)
 
 
 def _as_compacting(emit: EventSink, event: Event) -> None:
@@ -89,17 +99,19 @@ def summary_route(
     provider: Provider,
     cancel: threading.Event | None = None,
     emit: EventSink | None = None,
+    until: Until | None = None,
 ) -> Summarizer:
     """Where a summary request goes: the `compaction` lane, else the conversation's own (`lane`, with its
-    window, counter and last good sample `prev`); `cancel` stops it, `emit` shows its progress."""
+    window, counter and last good sample `prev`); `cancel` stops it, and `until` when the question's
+    time is up; `emit` shows its progress."""
     if compaction is not None:
-        return compaction.summarizer(cancel, emit)
+        return compaction.summarizer(cancel, emit, until)
     return Summarizer(
         lane=lane,
         model=model,
         budget=budget,
         count=meter.count,
-        ask=summary_asker(provider, cancel, emit),
+        ask=summary_asker(provider, cancel, emit, until),
         ratio=meter.calibration.ratio,
         prev=prev,
         # Summaries on the conversation's lane leave its calibration to the conversation's answers.

@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from aforo.cancel import cancel_on_sigint
 from aforo.context.governor import Governor
@@ -26,7 +27,14 @@ from aforo.errors import ContextOverflowError, OutOfTime, ProviderError, Rejecte
 from aforo.events import EventSink, Info, RunEnd, RunResult
 from aforo.limits import RUN_SECONDS
 from aforo.loop.after_answer import CitationCheck, next_step
-from aforo.loop.budgets import before_turn, late_seconds, spent_during, stopped_note
+from aforo.loop.budgets import (
+    before_turn,
+    compaction_stopped_note,
+    late_seconds,
+    past_hard_end,
+    spent_during,
+    stopped_note,
+)
 from aforo.loop.opening import Guide, open_run, recall_view
 from aforo.loop.reading import ReadReply, read_reply
 from aforo.loop.run import CANCELLED, CANCELLED_RESULT, End, RunState, out_of_turns, stop_if, turn_end
@@ -187,6 +195,7 @@ class Agent:
     def _call(self, turn: int, cancel: threading.Event, run: RunState) -> ReadReply:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
         gov, refused = self.governor, None
+        until = partial(past_hard_end, self.clock, run)  # the question's time is up: stop the call
         while True:
             try:
                 view = recall_view(self.messages[run.since :], run.record) if run.record else None
@@ -198,7 +207,10 @@ class Agent:
                     force_compact=refused is not None,
                     cancel=cancel,
                     transform=not run.record,
+                    until=until,
                 )
+            except OutOfTime as exc:  # the compaction's summary was stopped: the conversation as it was
+                raise End("time_budget", compaction_stopped_note(self.time_budget)) from exc
             except (RejectedError, TransformError) as exc:
                 if refused is None:
                     raise End("context_overflow", str(exc)) from exc
@@ -213,7 +225,7 @@ class Agent:
                     cancel,
                     shown.on_text,
                     self.emit,
-                    until=lambda: self.clock() >= run.hard,
+                    until=until,
                 )
                 break
             except OutOfTime as exc:

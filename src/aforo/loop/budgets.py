@@ -9,6 +9,8 @@ has them not run, the answer is asked for at once, and at `hard_end` (the budget
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from aforo.limits import LATE_ANSWER_SHARE
 from aforo.loop.run import End, RunState
 
@@ -36,6 +38,19 @@ def stopped_note(seconds: float) -> str:
     return (
         f"the answer was stopped at the end of the question's time: the time budget of {seconds:g} s and "
         f"{late_seconds(seconds):g} s for the answer asked for after it (raise --time-budget)"
+    )
+
+
+def past_hard_end(clock: Callable[[], float], run: RunState) -> bool:
+    """The question's time is up: its budget and the answer's share after it."""
+    return clock() >= run.hard
+
+
+def compaction_stopped_note(seconds: float) -> str:
+    return (
+        f"the compaction before the answer was stopped at the end of the question's time ({seconds:g} s "
+        f"and {late_seconds(seconds):g} s for the answer); the conversation is as it was: ask again, or "
+        "raise --time-budget"
     )
 
 
