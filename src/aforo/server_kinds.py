@@ -52,8 +52,9 @@ def openai_compat(
 # llama.cpp's DRY sampler ("don't repeat yourself"): a token that would extend a passage already in the
 # last `dry_penalty_last_n` tokens beyond `dry_allowed_length` tokens loses multiplier * base^(excess)
 # of its logit, before the temperature (so at 0 too). At temperature 0 the 1.5B repeated one sentence
-# to the output limit on `make demo`; llama-server applies no repeat penalty by default. The values
-# were chosen on the real-code suite (docs/real-code.md, "Sampling"); other servers may refuse fields
+# to the output limit on `make demo`; llama-server applies no repeat penalty by default. The values are
+# llama.cpp's suggested start; on the real-code suite they cost nothing and on `make demo` they end the
+# loop (docs/real-code.md, "The round measured whole"); other servers may refuse fields
 # they do not know, and Ollama applies its own repeat penalty by default (1.1 over the last 64 tokens).
 LLAMACPP_SAMPLING = {
     "dry_multiplier": 0.8,
