@@ -15,7 +15,7 @@ from aforo.cancel import cancel_on_sigint, interruptible
 from aforo.context.policy import Policy
 from aforo.messages import Request, StreamEvent, StreamProgress
 from aforo.providers.fake import FakeProvider, FakeTurn
-from support.scenario import is_summary_request, make_agent
+from support.scenario import big_file, is_summary_request, make_agent, reads_big_then_answers
 
 
 def blocking_source(release: threading.Event, closed: threading.Event) -> Iterator[int]:
@@ -84,13 +84,8 @@ def test_sigint_during_a_stalled_answer_ends_the_run_aborted_and_well_formed(tmp
 def test_sigint_during_a_compaction_stops_it_at_once_and_keeps_the_conversation(tmp_path: Path) -> None:
     """The summary request is read like a model call: the first Ctrl-C ends it (it ignored the cancel for
     the 10-35 s a summary took), and the conversation is the one from before the compaction."""
-    (tmp_path / "big.py").write_text("".join(f"def f_{n}(x):\n    return x * {n}\n" for n in range(400)))
+    big_file(tmp_path)
     release, asked = threading.Event(), threading.Event()
-
-    def script(request: Request) -> FakeTurn:
-        if any(m.tool_results for m in request.messages):
-            return FakeTurn("answered without a compaction")
-        return FakeTurn(tool_calls=[("Read", {"file_path": "big.py"})])
 
     class StalledSummary(FakeProvider):
         def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
@@ -101,7 +96,7 @@ def test_sigint_during_a_compaction_stops_it_at_once_and_keeps_the_conversation(
             yield from super().stream(request, cancel)
 
     policy = Policy(clear_at=0.2, compact_at=0.2, keep_tool_results=10)  # compacts after the one Read
-    agent, events, _ = make_agent(tmp_path, StalledSummary(script), policy=policy)
+    agent, events, _ = make_agent(tmp_path, StalledSummary(reads_big_then_answers), policy=policy)
     started = time.monotonic()
     try:
         result = agent.run("what is in big.py?")

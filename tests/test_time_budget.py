@@ -16,7 +16,7 @@ from aforo.providers.fake import FakeProvider, FakeTurn
 from faults.server import misbehaving_app, openai_chunk, sse
 from support.cli import run_cli
 from support.live_server import LiveServer
-from support.scenario import is_summary_request, make_agent, make_files
+from support.scenario import big_file, is_summary_request, make_agent, make_files, reads_big_then_answers
 from test_constrained_cli import llamacpp_steps, workspace
 
 ANSWER = "From what I read: mod00.py and mod01.py define small functions."
@@ -159,13 +159,8 @@ def test_the_time_budget_is_a_flag_and_a_config_key_shown_at_start(tmp_path: Pat
 def test_a_compaction_past_the_questions_time_is_stopped_and_the_conversation_kept(tmp_path: Path) -> None:
     # A held-out long session (packaging-h, 4 096 window, loaded machine): the compaction before the
     # question's first call took 269 s of a question bounded at 180 s, and then it ended with no answer.
-    (tmp_path / "big.py").write_text("".join(f"def f_{n}(x):\n    return x * {n}\n" for n in range(400)))
+    big_file(tmp_path)
     clock, release = Clock(0.0), threading.Event()
-
-    def script(request: Request) -> FakeTurn:
-        if any(m.tool_results for m in request.messages):
-            return FakeTurn("answered without a compaction")
-        return FakeTurn(tool_calls=[("Read", {"file_path": "big.py"})])
 
     class SlowSummary(FakeProvider):
         def stream(self, request: Request, cancel: threading.Event | None = None) -> Iterator[StreamEvent]:
@@ -175,7 +170,7 @@ def test_a_compaction_past_the_questions_time_is_stopped_and_the_conversation_ke
             yield from super().stream(request, cancel)
 
     policy = Policy(clear_at=0.2, compact_at=0.2, keep_tool_results=10)  # compacts after the one Read
-    agent, events, _ = make_agent(tmp_path, SlowSummary(script), policy=policy)
+    agent, events, _ = make_agent(tmp_path, SlowSummary(reads_big_then_answers), policy=policy)
     agent.time_budget, agent.clock = 150.0, clock
     started = time.monotonic()
     try:

@@ -141,3 +141,15 @@ def cleared_then_compacted(workspace: Path, prompt: str) -> tuple[Agent, Recorde
     assert result.reason == "end_turn", result.error
     agent.governor.compact_now(agent.request(), provider)
     return agent, rec, journal
+
+
+def big_file(workspace: Path) -> None:
+    """`big.py`, 400 small functions: one Read of it passes a compaction threshold of 0.2 of 4 096."""
+    (workspace / "big.py").write_text("".join(f"def f_{n}(x):\n    return x * {n}\n" for n in range(400)))
+
+
+def reads_big_then_answers(request: Request) -> FakeTurn:
+    """A model that reads big.py, then answers; it answers at once if no compaction came between."""
+    if any(m.tool_results for m in request.messages):
+        return FakeTurn("answered without a compaction")
+    return FakeTurn(tool_calls=[("Read", {"file_path": "big.py"})])
