@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +14,13 @@ from aforo.cancel import cancel_on_sigint, interruptible
 from aforo.context.policy import Policy
 from aforo.messages import Request, StreamEvent, StreamProgress
 from aforo.providers.fake import FakeProvider, FakeTurn
-from support.scenario import big_file, is_summary_request, make_agent, reads_big_then_answers
+from support.scenario import (
+    big_file,
+    is_summary_request,
+    make_agent,
+    reads_big_then_answers,
+    run_then_release,
+)
 
 
 def blocking_source(release: threading.Event, closed: threading.Event) -> Iterator[int]:
@@ -97,12 +102,7 @@ def test_sigint_during_a_compaction_stops_it_at_once_and_keeps_the_conversation(
 
     policy = Policy(clear_at=0.2, compact_at=0.2, keep_tool_results=10)  # compacts after the one Read
     agent, events, _ = make_agent(tmp_path, StalledSummary(reads_big_then_answers), policy=policy)
-    started = time.monotonic()
-    try:
-        result = agent.run("what is in big.py?")
-    finally:
-        release.set()
-    took = time.monotonic() - started
+    result, took = run_then_release(agent, "what is in big.py?", release)
     assert asked.is_set() and result.reason == "aborted"
     assert took < 2.0, f"the compaction held the Ctrl-C for {took:.1f} s"
     # As it was before the compaction: the prompt, the Read and its result, nothing summarized.

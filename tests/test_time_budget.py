@@ -16,7 +16,14 @@ from aforo.providers.fake import FakeProvider, FakeTurn
 from faults.server import misbehaving_app, openai_chunk, sse
 from support.cli import run_cli
 from support.live_server import LiveServer
-from support.scenario import big_file, is_summary_request, make_agent, make_files, reads_big_then_answers
+from support.scenario import (
+    big_file,
+    is_summary_request,
+    make_agent,
+    make_files,
+    reads_big_then_answers,
+    run_then_release,
+)
 from test_constrained_cli import llamacpp_steps, workspace
 
 ANSWER = "From what I read: mod00.py and mod01.py define small functions."
@@ -172,12 +179,7 @@ def test_a_compaction_past_the_questions_time_is_stopped_and_the_conversation_ke
     policy = Policy(clear_at=0.2, compact_at=0.2, keep_tool_results=10)  # compacts after the one Read
     agent, events, _ = make_agent(tmp_path, SlowSummary(reads_big_then_answers), policy=policy)
     agent.time_budget, agent.clock = 150.0, clock
-    started = time.monotonic()
-    try:
-        result = agent.run("what is in big.py?")
-    finally:
-        release.set()
-    took = time.monotonic() - started
+    result, took = run_then_release(agent, "what is in big.py?", release)
     assert result.reason == "time_budget", result
     assert "compaction before the answer was stopped" in (result.error or "")
     assert took < 4.0, f"the summary held the question for {took:.1f} s past its time"

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from aforo.context.governor import Governor
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
-from aforo.events import Event
+from aforo.events import Event, RunResult
 from aforo.loop.agent import Agent
 from aforo.messages import Request, SystemPart, ToolResult
 from aforo.protocols import Provider, TokenCounter
@@ -153,3 +155,14 @@ def reads_big_then_answers(request: Request) -> FakeTurn:
     if any(m.tool_results for m in request.messages):
         return FakeTurn("answered without a compaction")
     return FakeTurn(tool_calls=[("Read", {"file_path": "big.py"})])
+
+
+def run_then_release(agent: Agent, prompt: str, release: threading.Event) -> tuple[RunResult, float]:
+    """Run `agent` on `prompt` while a stalled server waits on `release`, set after the run whatever
+    happens; the result and the seconds the run took."""
+    started = time.monotonic()
+    try:
+        result = agent.run(prompt)
+    finally:
+        release.set()
+    return result, time.monotonic() - started
