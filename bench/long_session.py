@@ -55,6 +55,16 @@ PACKAGES = {
         "026ed72c8ed3fcce5bf8950572258698927fd1dbda10a5e981cdf0ac37f4f002",
         "src/packaging",
     ),
+    "humanize": Package(
+        "humanize==4.11.0",
+        "e66f36020a2d5a974c504bd2555cf770621dbdbb6d82f94a6857c0b1ea2608be",
+        "src/humanize",
+    ),
+    "cachetools": Package(
+        "cachetools==5.5.0",
+        "2cc24fb4cbe39633fb7badd9db9ca6295d766d9c2995f245725a46715d050f2a",
+        "src/cachetools",
+    ),
 }
 CATEGORIES = ("recall", "artifact", "continuation", "decision", "rules")
 TIMEOUT_S = 300.0
@@ -171,7 +181,9 @@ SESSIONS = (
             probe("decision", "Remind me what we decided about tokens.", r"URLSafeTimedSerializer"),
         ),
     ),
-    # Held out: written after the changes of issue 38, never used to make one.
+    # Held out for the first round of issue 38's changes (run once, 2026-12-07 17:47 UTC); their wrong
+    # answers made the next changes (a definition said with its file first, the names of a question
+    # about the session looked up), so they are development sessions now.
     Session(
         "dotenv-h",
         "dotenv",
@@ -196,7 +208,6 @@ SESSIONS = (
             probe("artifact", READ_ALL),
             probe("decision", "Remind me of our decision.", r"expansion|dollar"),
         ),
-        held_out=True,
     ),
     Session(
         "packaging-h",
@@ -221,6 +232,77 @@ SESSIONS = (
             probe("recall", "Which exception did you say requirements.py defines?", said=8),
             probe("artifact", READ_ALL),
             probe("decision", "Remind me what we chose.", r"packaging|pkg_resources"),
+        ),
+    ),
+    # Held out: written at 21:30 UTC on 2026-12-07, after every change of issue 38, never used to make one.
+    # Most probes come late, to be asked after two compactions.
+    Session(
+        "humanize-h",
+        "humanize",
+        (
+            work(
+                "I want to learn how humanize turns numbers and times into words. "
+                "Always give the file name with every function you mention."
+            ),
+            work("Which function in number.py adds commas to an integer?"),
+            work("Which function formats a file size like 10.0 MB?"),
+            work(
+                "We decided to use naturaldelta instead of precisedelta, because our users only need a "
+                "rough duration."
+            ),
+            work("How many lines does time.py have?"),
+            probe("continuation", "And which enum class is defined in it?", r"\bUnit\b"),
+            work("What does ordinal return for the number 3?"),
+            work("Which function in i18n.py activates a locale?"),
+            probe("recall", "What was my goal in this session?", r"number|time|word"),
+            work("What does natural_list return for a list of three items?"),
+            work("Which function in number.py turns 1200000 into 1.2 million?"),
+            probe("continuation", "What is the default value of its format argument?", r"%\.1f"),
+            work("Which function in time.py returns 'today' or 'yesterday' for a date?"),
+            probe("artifact", READ_ALL),
+            probe("rules", "Which rule did I give you?", r"file name"),
+            probe("decision", "What did we decide, and why?", r"naturaldelta(?s:.*)rough"),
+            probe("artifact", "In which file did you find intcomma?", r"number\.py"),
+            probe("recall", "Which function did you say formats a file size?", said=2),
+            work("Which function in time.py calls naturalday?"),
+            probe("continuation", "And how many lines does that file have?", r"\b615\b"),
+            probe("artifact", READ_ALL),
+            probe("rules", "Remind me of the rule I gave you.", r"file name"),
+            probe("decision", "Remind me of our decision about durations.", r"naturaldelta"),
+            probe("recall", "What was my first question?", r"number|time|word"),
+        ),
+        held_out=True,
+    ),
+    Session(
+        "cachetools-h",
+        "cachetools",
+        (
+            work(
+                "My goal: understand how cachetools evicts entries from its caches. "
+                "Answer in at most two sentences."
+            ),
+            work("Which class in __init__.py is the base class of all the caches?"),
+            work("Which method of LRUCache removes the least recently used item?"),
+            work("We chose TTLCache over LRUCache, because our entries go stale after five minutes."),
+            work("How many lines does keys.py have?"),
+            probe("continuation", "And which function in it builds the key for a method?", r"methodkey"),
+            work("What is the default maxsize of lru_cache in func.py?"),
+            probe("recall", "What was my goal?", r"evict"),
+            work("Which decorator in __init__.py caches the results of a function?"),
+            work("Which class does TTLCache inherit from?"),
+            probe("continuation", "And in which file is that class defined?", r"__init__\.py"),
+            work("Which function in func.py makes a cache with a time to live?"),
+            probe("artifact", READ_ALL),
+            probe("rules", "What rule did I give you?", r"two sentences"),
+            probe("decision", "What did we choose, and why?", r"TTLCache(?s:.*)stale"),
+            probe("artifact", "In which file did you find methodkey?", r"keys\.py"),
+            probe("recall", "How many lines did you say keys.py has?", said=4),
+            work("Which method of TTLCache removes expired items?"),
+            probe("continuation", "What is the default value of its time argument?", r"\bNone\b"),
+            probe("artifact", READ_ALL),
+            probe("rules", "Remind me of the rule I gave you.", r"two sentences"),
+            probe("decision", "Remind me what we chose.", r"TTLCache"),
+            probe("recall", "What was my first question?", r"evict"),
         ),
         held_out=True,
     ),

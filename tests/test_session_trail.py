@@ -19,7 +19,7 @@ from aforo.context.compacted import IN_FLIGHT
 from aforo.context.ledger import COMPACTED_HEADER, build_ledger, is_compacted
 from aforo.context.statements import decisions_in
 from aforo.context.trail import Trail, first_sentence, recall_only
-from aforo.context.trail_view import BLOCK_HEADER, NO_READS, block
+from aforo.context.trail_view import BLOCK_HEADER, DEFINED_HEADER, NO_READS, block
 from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_ITEM_CHARS, TRAIL_SOURCES
 from aforo.loop.after_answer import correction, in_words
 from aforo.loop.opening import TRAIL_PART
@@ -324,6 +324,31 @@ def test_the_trail_survives_resume_and_answers_for_the_session(tmp_path: Path, a
     assert "tools" not in bodies[-1] or not bodies[-1]["tools"] or bodies[-1].get("tool_choice") == "none"
 
 
+def test_a_session_question_naming_code_is_told_where_the_index_defines_it(
+    tmp_path: Path, aforo_home: Path
+) -> None:
+    """dotenv, after two compactions: "In which file did you find find_dotenv?" -> `cli.py`, from a
+    record that said what was searched for but not where: a question about the session is not searched,
+    and the symbol index knows where each name is defined."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    make_files(ws, 2, 400)
+    (ws / "mod01.py").write_text("from mod00 import f_0_3\n\nprint(f_0_3(2))\n")
+    bodies: list[dict[str, Any]] = []
+    with LiveServer(make_openai_app(session_server(bodies))) as server:
+        flags = ("-w", str(ws), "--base-url", server.url, "-m", "test-model", "--context-window", "8192")
+        assert run_cli(*flags, "What does mod01.py print?").code == 0
+        where = run_cli(*flags, "--resume", "In which file did you find f_0_3 earlier?")
+        first = run_cli(*flags, "--resume", "What was my first question?")
+    assert where.code == 0 and first.code == 0, where.err + first.err
+    asked, plain = bodies[-2]["messages"], bodies[-1]["messages"]
+    assert [m["role"] for m in asked] == ["system", "user"]  # the record in place of the conversation
+    said = asked[-1]["content"]
+    assert f"{DEFINED_HEADER}\n  - `f_0_3` is defined in mod00.py at line 7." in said
+    assert "mod01.py at line" not in said  # it only imports it
+    assert DEFINED_HEADER not in plain[-1]["content"]  # no name of code asked about: nothing looked up
+
+
 def test_a_session_saved_before_the_trail_gets_the_one_its_messages_still_show() -> None:
     requests = f"<request>\n{GOAL}\n</request>\n<request>\nWhat is f?\n</request>"
     compacted = Message.user(f"{COMPACTED_HEADER} Checkpoint: cp-1.]\n\n## The requests\n{requests}")
@@ -359,3 +384,18 @@ def test_context_and_compact_show_what_the_session_record_keeps(tmp_path: Path) 
     commands.dispatch("/context")
     assert f"  goal: What is in {files[0]}? Never guess." in out.getvalue()
     keeper.close()
+
+
+def test_a_plain_word_is_looked_up_only_when_the_question_asks_where(tmp_path: Path) -> None:
+    """cachetools' `methodkey` reads as a word, and so does the `rule` a package may define: "In which
+    file did you find methodkey?" asks where, "What rule did I give you?" does not."""
+    (tmp_path / "keys.py").write_text(
+        "def hashkey(*args):\n    return args\n\n\ndef methodkey(self, *args):\n    return args\n"
+    )
+    (tmp_path / "rules.py").write_text("def rule(text):\n    return text\n")
+    found = Navigator(tmp_path, 4096, cache=False)
+    assert found.defined("In which file did you find methodkey?") == (
+        "`methodkey` is defined in keys.py at line 5.",
+    )
+    assert found.defined("What rule did I give you?") == ()
+    assert found.defined("What did you say `rule` returns?") == ("`rule` is defined in rules.py at line 1.",)

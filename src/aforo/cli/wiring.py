@@ -215,6 +215,7 @@ def build_runtime(
         live_text=live,
         constrained=constrained,
         guide=navigator.guide,
+        defined=navigator.defined,
         check=Checker(cfg.workspace, symbols),
     )
     mode = "constrained" if constrained else "native"

@@ -11,6 +11,7 @@ about X, not taken from the newest answer (what the 1.5B answered after two comp
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from aforo.context.trail import Trail, clip
 from aforo.limits import TRAIL_BLOCK_CHARS
@@ -21,6 +22,7 @@ BLOCK_HEADER = (
 )
 READS_HEADER = "- Files you have read in this session, in order:"
 NO_READS = "- Files you have read in this session: none (you answered from aforo's searches)."
+DEFINED_HEADER = "- Where aforo's symbol index says the names of this question are defined:"
 ANSWERS_HEADER = "- The user's questions in this session, numbered, oldest first, with how you answered:"
 # How long a question and its answer may be in that list: shorter as the session grows, so every one
 # fits before any is left out ("what did you say about X?" may be about the first).
@@ -60,11 +62,13 @@ def _reads(trail: Trail) -> tuple[list[tuple[str, str]], list[str]]:
     return files, searches
 
 
-def block(trail: Trail) -> str:
+def block(trail: Trail, defined: Sequence[str] = ()) -> str:
     """The trail as a few plain lines, at most TRAIL_BLOCK_CHARS: the goal, the rules and the decisions
     first; then the files read (facts dropped before files), the searches made; then the earlier
-    questions, numbered, with how each answer began (cut shorter before any is left out)."""
-    limit = int(TRAIL_BLOCK_CHARS.value)
+    questions, numbered, with how each answer began (cut shorter before any is left out); last, where
+    the names the question asks about are `defined` (the symbol index's sentences), which always fit."""
+    said = "\n".join([DEFINED_HEADER, *(f"  - {clip(d)}" for d in defined)]) if defined else ""
+    limit = int(TRAIL_BLOCK_CHARS.value) - (len(said) + 1 if said else 0)
     head = [BLOCK_HEADER, f"- The user's first request (their goal): {clip(trail.goal)}"]
     head += [f"- A rule the user gave you: {r}" for r in trail.rules]
     head += [f"- Decided: {d.decision}" + (f" (why: {d.why})" if d.why else "") for d in trail.decisions]
@@ -87,7 +91,8 @@ def block(trail: Trail) -> str:
     earlier = _fit(asked[::-1], room)[::-1]  # past the shortest cut, the oldest leave
     if earlier:
         lines += [ANSWERS_HEADER, *earlier]
-    return "\n".join(lines)[:limit]
+    kept = "\n".join(lines)[:limit]
+    return f"{kept}\n{said}" if said else kept
 
 
 def _size(lines: list[str]) -> int:

@@ -35,7 +35,7 @@ from aforo.loop.budgets import (
     spent_during,
     stopped_note,
 )
-from aforo.loop.opening import Guide, open_run, recall_view
+from aforo.loop.opening import Defined, Guide, open_run, recall_view
 from aforo.loop.reading import ReadReply, read_reply
 from aforo.loop.run import CANCELLED, CANCELLED_RESULT, End, RunState, out_of_turns, stop_if, turn_end
 from aforo.loop.schema_refusal import refused_schema
@@ -69,6 +69,8 @@ class Agent:
     constrained: bool = False
     # What the harness finds for a question before the model reads (aforo.navigate).
     guide: Guide | None = None
+    # Where the names of a question about the session are defined (it is not searched).
+    defined: Defined | None = None
     # What checks an answer's citations before the run ends with it (aforo.loop.cited).
     check: CitationCheck | None = None
 
@@ -124,6 +126,7 @@ class Agent:
             prompt=prompt,
             question=asked,
             attached=attached,
+            defined=self.defined,
         )
         self.system = opened.system
         # A question only about the session is answered from its trail, shown for it: no tool call

@@ -33,6 +33,8 @@ from aforo.navigate.terms import question_paths
 # Called as each run begins with the question, the system prompt, the call ids taken and whether the
 # conversation is empty.
 Guide = Callable[[str, tuple[SystemPart, ...], Collection[str], bool], Guided]
+# Where the symbol index says the names of a question are defined, as sentences (navigate's Navigator).
+Defined = Callable[[str], Sequence[str]]
 # The name of the system part the trail is shown in.
 TRAIL_PART = "session record"
 # A question that points back to what the one before it named: "And which…", "that file", "in it".
@@ -79,6 +81,7 @@ def open_run(
     guide: Guide | None,
     emit: EventSink,
     *,
+    defined: Defined | None = None,
     prompt: str,
     question: str,
     attached: Sequence[Message],
@@ -87,10 +90,14 @@ def open_run(
     conversation; return the system prompt to send from now on (the guide's map in it, and the
     session's trail when the question asks about the session: then the guide is not asked), and whether
     the first call answers (an overview from the project's own words, an empty workspace: one bounded
-    pass, no wandering)."""
+    pass, no wandering). `defined`: where the names of a question only about the session are defined,
+    shown with its trail."""
     kept = tuple(p for p in system if p.name != TRAIL_PART)
     only = about_session(conversation, question, only=True)
-    since, record = len(conversation.messages), block(conversation.trail) if only else ""
+    # Not searched, but where a name it asks about is defined is known exactly: "in which file did you
+    # find find_dotenv?" was answered `cli.py` from a record that said only what was searched for.
+    said = defined(question) if only and defined is not None else ()
+    since, record = len(conversation.messages), block(conversation.trail, said) if only else ""
     recalled = not only and about_session(conversation, question)
     system = (*kept, SystemPart(block(conversation.trail), TRAIL_PART)) if recalled else kept
     answer_only = False

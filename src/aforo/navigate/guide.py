@@ -28,7 +28,7 @@ from aforo.events import Event, ToolEnd, ToolStart, Warning
 from aforo.limits import TOOL_SECONDS
 from aforo.messages import Message, SystemPart, ToolResult, ToolUse, fresh_call_ids
 from aforo.navigate.index import SymbolIndex, build_index
-from aforo.navigate.presearch import Presearch, search
+from aforo.navigate.presearch import Presearch, defined_where, search
 from aforo.navigate.repomap import MAP_PART, render
 from aforo.navigate.terms import question_terms
 from aforo.protocols import ToolContext
@@ -104,6 +104,12 @@ class Navigator:
 
     def search_chars(self) -> int:
         return chars_for(min(int(self.window * SEARCH_SHARE), SEARCH_MAX_TOKENS))
+
+    def defined(self, question: str) -> tuple[str, ...]:
+        """Where the names of `question` are defined, said as sentences (none when the workspace cannot
+        be listed): a question about the session is not searched, but the index still knows."""
+        index = self.index()
+        return () if index.unlisted is not None else tuple(defined_where(index, question))
 
     def guide(
         self, question: str, system: Sequence[SystemPart], taken_ids: Collection[str], fresh: bool = True

@@ -29,7 +29,7 @@ from pathlib import Path
 from aforo.errors import ToolError
 from aforo.limits import MAP_FILE_BYTES
 from aforo.navigate.about import about
-from aforo.navigate.facts import CALLERS, COMPARE, IMPORTERS, OVERVIEW, Place, asks, counted, facts
+from aforo.navigate.facts import CALLERS, COMPARE, IMPORTERS, OVERVIEW, WHERE, Place, asks, counted, facts
 from aforo.navigate.index import SymbolIndex
 from aforo.navigate.terms import compound_terms, looks_like_code, question_paths, question_terms, stem
 from aforo.protocols import ToolContext
@@ -55,12 +55,14 @@ MENTIONS_PER_TERM = 60  # rg records read per name: enough to rank, never a whol
 MENTIONS_PER_FILE = 12
 MENTION_LINE_CHARS = 200
 STEM_NAMES = 3  # names found by a word's stem, for one word of the question
+DEFINED_NAMES = 3  # names of a question about the session said where defined
 NAMED_FILES = 12  # files of the question counted: "the ten files mod00.py … mod09.py" and a margin
 # How a mention ranks by what its line does: a value assigned, then a declaration or an import, then
 # code that uses it; text (a docstring, a comment, a string, a file with no syntax tree) and type
 # declarations last. What the question asks for (calls, imports) ranks first.
 _WEIGHTS = {ASSIGNS: 2, DECLARES: 1, IMPORTS: 1, DEFINES: 1}
 _ASKED = {CALLERS: CALLS, IMPORTERS: IMPORTS}
+_ASKS_WHERE = re.compile(r"\b(where|which (file|module)|find|found|defined?)\b", re.IGNORECASE)
 PROSE = ""  # the role of a line in a file with no syntax tree here (a README, a changelog)
 
 
@@ -149,6 +151,22 @@ def search(
         return None
     pattern = r"\b(" + "|".join(re.escape(t) for t in found) + r")\b"
     return Presearch(shown, "Grep", {"pattern": pattern})
+
+
+def defined_where(index: SymbolIndex, question: str) -> list[str]:
+    """Where the symbol index says the names of `question` are defined, as the pre-search says it: for
+    a question about the session, which is not searched ("In which file did you find find_dotenv?").
+    A name that reads as code (`find_dotenv`, `SpecifierSet`, in backticks) is looked up always; a
+    plain word only when the question asks where (`methodkey`, but not the `rule` of "what rule did I
+    give you?", which a package may define too)."""
+    where = bool(_ASKS_WHERE.search(question))
+    names = [
+        term
+        for term in question_terms(question)
+        if term in index.definitions and (where or looks_like_code(term) or f"`{term}`" in question)
+    ]
+    places = [_place(index, r) for name in names[:DEFINED_NAMES] for r in _definitions(index, name)]
+    return facts(WHERE, places, [])
 
 
 def _overview(workspace: Path, index: SymbolIndex, max_chars: int) -> Presearch | None:
