@@ -249,6 +249,25 @@ def test_a_follow_up_that_points_back_is_searched_for_with_the_request_before_it
     assert "f_1_3" not in seen[-1].messages[-1].tool_results[0].content
 
 
+def test_a_follow_up_is_searched_for_with_the_names_the_answer_before_it_gave(tmp_path: Path) -> None:
+    """humanize: "What is the default value of its format argument?" after "Which function in number.py
+    turns 1200000 into 1.2 million?" asks about the `intword` the answer named; the request before it
+    names no function."""
+    make_files(tmp_path, 3, 1200)
+    seen: list[Request] = []
+
+    def respond(request: Request) -> FakeTurn:
+        seen.append(request)
+        return FakeTurn("`f_2_4` multiplies its input by four." if len(seen) == 1 else "By four.")
+
+    agent, _, _ = make_agent(tmp_path, FakeProvider(respond))
+    agent.guide = Navigator(tmp_path, 4096, cache=False).guide
+    agent.run("Which function multiplies its input by four?")
+    agent.run("What does it return?")
+    found = seen[-1].messages[-1].tool_results
+    assert found and "mod02.py:9" in found[0].content and "def f_2_4(x):" in found[0].content
+
+
 def test_a_compaction_mid_question_resumes_that_question(tmp_path: Path) -> None:
     """A model that answers the first request it finds unless one is named in flight (the seed's 7B
     answered "Ready to continue" after a compaction); the answer must be to the request at work."""

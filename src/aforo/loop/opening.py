@@ -23,7 +23,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from aforo.context.conversation import Conversation
-from aforo.context.trail import Trail, asks_about_session, recall_only
+from aforo.context.trail import Trail, asks_about_session, clip, recall_only
 from aforo.context.trail_view import block
 from aforo.events import EventSink
 from aforo.messages import Message, SystemPart
@@ -44,12 +44,21 @@ _POINTS_BACK = re.compile(
 )
 
 
+# A name an answer gave in backticks: `intword`, `TTLCache.expire`, `number.py`.
+_NAMED = re.compile(r"`([A-Za-z_][\w.]*)(?:\(\))?`")
+
+
 def searched_for(question: str, trail: Trail) -> str:
-    """What the pre-search looks for: the question, after the request before it when it points back to
-    it and names no file of its own."""
+    """What the pre-search looks for: the question, after the request before it and the names its
+    answer gave in backticks, when it points back to them and names no file of its own ("What is the
+    default value of its format argument?" asks about the `intword` the answer named, which the request
+    before it, "which function turns 1200000 into 1.2 million?", does not)."""
     if not trail.requests or question_paths(question) or not _POINTS_BACK.search(question):
         return question
-    return f"{trail.requests[-1]}\n{question}"
+    before = trail.requests[-1]
+    answered = trail.answers[-1] if trail.answers and trail.answers[-1][0] == clip(before) else None
+    named = dict.fromkeys(_NAMED.findall(answered[1])) if answered else {}
+    return "\n".join([before, *([" ".join(f"`{n}`" for n in named)] if named else []), question])
 
 
 def about_session(conversation: Conversation, question: str, *, only: bool = False) -> bool:
