@@ -169,6 +169,17 @@ def test_sentences_and_decisions() -> None:
     assert recall_only("Remind me what we decided")
 
 
+def test_a_decision_is_kept_as_one_not_also_as_a_rule() -> None:
+    """humanize, held out: "We decided to use naturaldelta instead of precisedelta, because our users
+    only need a rough duration." was a rule too (its `only`), and asked "Which rule did I give you?"
+    the 1.5B answered with the decision."""
+    said = "Always give the file name. We decided to use naturaldelta, because users only need a rough one."
+    trail = Trail().absorb(Message.user(said))
+    assert trail.rules == ("Always give the file name.",)
+    assert trail.decisions == (Decision("We decided to use naturaldelta", "users only need a rough one"),)
+    assert build_ledger([Message.user(said)]).hard == ("Always give the file name.",)
+
+
 def test_the_trail_clips_a_decision_and_its_why_to_one_item() -> None:
     most = int(TRAIL_ITEM_CHARS.value)
     trail = Trail().absorb(Message.user(f"Let's drop   the {'x' * most} loader because {'y' * 2 * most}."))

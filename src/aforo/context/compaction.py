@@ -30,11 +30,15 @@ from aforo.context.overflow import OVERFLOW_MIN_GROWTH_COMPACT, unread
 from aforo.context.plan import Outcome, Plan, Room, Summarizer
 from aforo.context.summary_request import fit_summary_request, omitted
 from aforo.context.tokens import Count, Sample, estimate_request
-from aforo.errors import CompactionError, ProviderError
+from aforo.errors import CompactionError, OutOfTime, ProviderError
 from aforo.messages import Request
 from aforo.stream import Reply
 
 CUT_SUMMARY = "[The summary was cut at its output limit.]"
+WITHOUT_SUMMARY = (
+    "it did not come within its share of the question's time (--time-budget), so aforo's own record "
+    "(every request, decision and source, verbatim) stands in for it"
+)
 # A summary with fewer words than this, once aforo's own lines are taken out of it, says nothing the
 # requests and the evidence kept verbatim do not, and is left out: Qwen2.5-Coder 0.5B wrote
 # `[Summary of the conversation]`, and the answers after it were wrong where the same requests without
@@ -111,11 +115,13 @@ def _read_whole(lane: Summarizer, summary_req: Request, summary_count: Count, re
     return sent
 
 
-def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoint: str | None) -> Outcome:
-    messages = list(room.request.messages)
-    before, available, lane = room.before.tokens, room.budget.available, room.summary
+def _summary(lane: Summarizer, summary_req: Request, summary_count: Count) -> tuple[str, Reply | None]:
+    """The model's summary, checked ("" when it says nothing), and its reply; ("", None) when it did
+    not come within its share of the question's time: aforo's record stands in for it."""
     try:
         reply = lane.ask(summary_req)
+    except OutOfTime:
+        return "", None
     except ProviderError as exc:
         raise CompactionError(f"the summary request failed on lane {lane.lane!r}: {exc}") from exc
     sent = _read_whole(lane, summary_req, summary_count, reply)
@@ -129,12 +135,18 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
     if not reply.text.strip():
         raise CompactionError("the model returned an empty summary; the conversation was left as it was")
     lane.calibrate(sent)
-    ledger = build_ledger(messages)
     # A summary cut by its output limit still says what it got to (the 0.5B model wrote past its word
     # budget to the 2 048-token limit, and the run ended `context_overflow`): kept, marked as cut.
     summary = reply.text if _says_something(reply.text) else ""
-    if cut:
-        summary = f"{summary.rstrip()}\n{CUT_SUMMARY}"
+    return (f"{summary.rstrip()}\n{CUT_SUMMARY}" if cut else summary), reply
+
+
+def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoint: str | None) -> Outcome:
+    messages = list(room.request.messages)
+    before, available, lane = room.before.tokens, room.budget.available, room.summary
+    summary, reply = _summary(lane, summary_req, summary_count)
+    cut = reply is not None and reply.end.stop_reason == "max_tokens"
+    ledger = build_ledger(messages)
     left_out = omitted(summary_req)
     missing = ledger.missing_from(summary)
     budget = int(TAIL_SHARE * available)
@@ -172,11 +184,13 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
             "applied; the conversation was left as it was"
         )
     causes = [] if summary else ["the model's summary said nothing and was left out"]
+    if reply is None:  # no summary to miss or leave out anything: the record is all there is
+        causes = [WITHOUT_SUMMARY]
     if cut:
         causes.append(f"the summary was cut at its output limit ({summary_req.max_tokens} tokens) and kept")
-    if left_out:
+    if left_out and reply is not None:
         causes.append(f"{len(left_out)} results left out of the summary request are named")
-    if missing:
+    if missing and reply is not None:
         causes.append(f"re-attached verbatim {len(missing)} ledger items the summary missed")
     return Outcome(
         messages=tuple(compacted),
@@ -184,5 +198,8 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
         cause="; ".join(causes) or None,
         summary_tokens=summary_count.tokens,
         lane=lane.lane,
-        served=reply.end.model,
+        served=reply.end.model if reply is not None else "",
+        told=f"Compacted without the model's summary: {WITHOUT_SUMMARY}. /undo puts the conversation back."
+        if reply is None
+        else "",
     )

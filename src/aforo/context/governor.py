@@ -32,14 +32,13 @@ from aforo.context.tokens import Count
 from aforo.context.transforms import STAGES, Kind
 from aforo.context.undo import Restore, choose
 from aforo.context.watch import Observation, Watch
-from aforo.errors import ContextOverflowError, OutOfTime, RejectedError, TransformError
+from aforo.errors import ContextOverflowError, RejectedError, TransformError
 from aforo.events import EventSink, Warning
 from aforo.messages import MessageEnd, Request
 from aforo.protocols import Journal, Provider, TokenCounter
 from aforo.records import Stamp, Where
 
 _CANCELLED = "cancelled by the user during the compaction"
-_OUT_OF_TIME = "stopped at the end of the question's time during the compaction"
 
 
 def _changed(room: Room, request: Request, checkpoint: str | None) -> Admitted:
@@ -140,20 +139,19 @@ class Governor:
 
         `force_compact` compacts whatever the count; if that fails, RecoveryFailed says what to put back.
         `cancel` (the run's Ctrl-C) stops a summary request at once: KeyboardInterrupt, with the
-        conversation as it was before this admission; `until` (the question's hard end) stops it the
-        same way, OutOfTime instead of KeyboardInterrupt. Without `transform` no stage runs: the
-        conversation is sent as it is or refused (the gateway's default, where the conversation is the
-        client's)."""
+        conversation as it was before this admission; `until` (the summary's share of the question's
+        time) stops it too, and the compaction goes on with aforo's record alone. Without `transform`
+        no stage runs: the conversation is sent as it is or refused (the gateway's default, where the
+        conversation is the client's)."""
         started = time.monotonic()
         room = self._room(request, provider, force=force_compact, cancel=cancel, until=until)
         checkpoint = None
         for kind, stage in STAGES if transform else ():
             try:
                 applied = self.pipeline.apply(kind, room.request, room.before, partial(stage, room))
-            except (KeyboardInterrupt, OutOfTime) as exc:
+            except KeyboardInterrupt:
                 if checkpoint is not None:  # a clearing went before the compaction stopped: put it back
-                    why = _CANCELLED if isinstance(exc, KeyboardInterrupt) else _OUT_OF_TIME
-                    self.recover(_changed(room, request, checkpoint), why)
+                    self.recover(_changed(room, request, checkpoint), _CANCELLED)
                 raise
             except TransformError as exc:
                 self.emit(Warning(message=f"{kind.value.event.capitalize()} failed: {exc}"))

@@ -67,9 +67,9 @@ def summary_asker(
 ) -> Callable[[Request], Reply]:
     """How a summary request is read: like a model call, in a worker thread that the run's `cancel`
     stops at once (read without it, the first Ctrl-C only set an event nobody looked at for the 10-35 s
-    a summary took), its progress shown as the compaction's. `until` says when the question's time is
-    up: the summary is stopped then (OutOfTime), as the question's own calls are (a compaction before a
-    question's first call took 269 s of a 180 s question on a loaded machine)."""
+    a summary took), its progress shown as the compaction's. `until` says when the summary's share of the
+    question's time is up: it is stopped then (OutOfTime; a compaction before a question's first call
+    took 269 s of a 180 s question on a loaded machine)."""
     progress = None if emit is None else partial(_as_compacting, emit)
     return partial(collect, provider, cancel=cancel, progress=progress, until=until)
 

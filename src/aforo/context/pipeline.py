@@ -83,6 +83,8 @@ class Pipeline:
                 model=served,
             )
         )
+        if outcome.told:
+            self.emit(Warning(message=outcome.told))
         stamp, was = Stamp(where=own.where, lane=lane, served=served), request.messages
         self.journal.record(transformation(stamp, names.event, before, was, outcome, started, named))
         self.conversation.replace(outcome.messages)

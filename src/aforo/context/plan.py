@@ -63,6 +63,7 @@ class Outcome:
     summary_tokens: int | None = None
     lane: str | None = None  # the lane whose server did the work, when it is not the conversation's own
     served: str = ""  # the model that server said served it
+    told: str = ""  # what the user is told beside the event (a compaction made without its summary)
 
 
 Plan = Outcome | Callable[[str | None], Outcome]

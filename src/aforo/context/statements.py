@@ -29,18 +29,6 @@ _HARD = re.compile(
 _SOFT = re.compile(r"\b(should|prefer|preferably|ideally|try to|avoid|if possible|mejor|preferible)\b", re.I)
 
 
-def constraints_of(text: str) -> tuple[list[str], list[str]]:
-    """The sentences of `text` that set a rule, hard or soft."""
-    hard: list[str] = []
-    soft: list[str] = []
-    for sentence in statements(text):
-        if _SOFT.search(sentence):
-            soft.append(sentence)
-        elif _HARD.search(sentence):
-            hard.append(sentence)
-    return hard, soft
-
-
 # A sentence that takes a decision; "because", "since" or "so that" starts its why.
 _DECIDES = re.compile(
     r"\b(decided|decide|we'll|we will|let's|let us|go with|going with|chose|choose|settle on|settled on|"
@@ -48,6 +36,23 @@ _DECIDES = re.compile(
     re.IGNORECASE,
 )
 _WHY = re.compile(r"\s*,?\s+\b(?:because|since|so that|as it|porque)\b\s+", re.IGNORECASE)
+
+
+def constraints_of(text: str) -> tuple[list[str], list[str]]:
+    """The sentences of `text` that set a rule, hard or soft. A sentence that takes a decision is kept
+    as one, with its why (`decisions_in`), not also as a rule: "We decided to use naturaldelta, because
+    our users only need a rough duration" was a rule for its `only`, and asked which rule it was
+    given, the 1.5B answered with the decision."""
+    hard: list[str] = []
+    soft: list[str] = []
+    for sentence in statements(text):
+        if _DECIDES.search(sentence):
+            continue
+        if _SOFT.search(sentence):
+            soft.append(sentence)
+        elif _HARD.search(sentence):
+            hard.append(sentence)
+    return hard, soft
 
 
 def decisions_in(text: str) -> list[Decision]:

@@ -29,9 +29,9 @@ from aforo.limits import RUN_SECONDS
 from aforo.loop.after_answer import CitationCheck, next_step
 from aforo.loop.budgets import (
     before_turn,
-    compaction_stopped_note,
     late_seconds,
     past_hard_end,
+    past_summary_share,
     spent_during,
     stopped_note,
 )
@@ -199,6 +199,8 @@ class Agent:
         """One model call with its admission, one bounded recovery from a loud overflow, and the verdict."""
         gov, refused = self.governor, None
         until = partial(past_hard_end, self.clock, run)  # the question's time is up: stop the call
+        # A compaction's summary gets a share of it; then aforo's record stands in for the summary.
+        summary_until = partial(past_summary_share, self.clock, run, self.time_budget)
         while True:
             try:
                 view = recall_view(self.messages[run.since :], run.record) if run.record else None
@@ -210,10 +212,8 @@ class Agent:
                     force_compact=refused is not None,
                     cancel=cancel,
                     transform=not run.record,
-                    until=until,
+                    until=summary_until,
                 )
-            except OutOfTime as exc:  # the compaction's summary was stopped: the conversation as it was
-                raise End("time_budget", compaction_stopped_note(self.time_budget)) from exc
             except (RejectedError, TransformError) as exc:
                 if refused is None:
                     raise End("context_overflow", str(exc)) from exc

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from aforo.limits import LATE_ANSWER_SHARE
+from aforo.limits import LATE_ANSWER_SHARE, SUMMARY_TIME_SHARE
 from aforo.loop.run import End, RunState
 
 # Turns past the time budget: the answer asked for, and once more if it said nothing.
@@ -41,17 +41,14 @@ def stopped_note(seconds: float) -> str:
     )
 
 
+def past_summary_share(clock: Callable[[], float], run: RunState, seconds: float) -> bool:
+    """A compaction's summary has had its share of the question's time (a budget of `seconds`)."""
+    return clock() >= run.deadline - seconds * (1 - SUMMARY_TIME_SHARE.value)
+
+
 def past_hard_end(clock: Callable[[], float], run: RunState) -> bool:
     """The question's time is up: its budget and the answer's share after it."""
     return clock() >= run.hard
-
-
-def compaction_stopped_note(seconds: float) -> str:
-    return (
-        f"the compaction before the answer was stopped at the end of the question's time ({seconds:g} s "
-        f"and {late_seconds(seconds):g} s for the answer); the conversation is as it was: ask again, or "
-        "raise --time-budget"
-    )
 
 
 def before_turn(run: RunState, turn: int, max_turns: int, now: float, seconds: float) -> list[str]:
