@@ -65,6 +65,12 @@ PACKAGES = {
         "2cc24fb4cbe39633fb7badd9db9ca6295d766d9c2995f245725a46715d050f2a",
         "src/cachetools",
     ),
+    "tomli": Package(
+        "tomli==2.0.2", "d46d457a85337051c36524bc5349dd91b1877838e2979ac5ced3e710ed8a60ed", "src/tomli"
+    ),
+    "colorama": Package(
+        "colorama==0.4.6", "08695f5cb7ed6e0531a20572697297273c47b8cae5a63ffc6d6ed5c201be6e44", "colorama"
+    ),
 }
 CATEGORIES = ("recall", "artifact", "continuation", "decision", "rules")
 TIMEOUT_S = 300.0
@@ -234,8 +240,9 @@ SESSIONS = (
             probe("decision", "Remind me what we chose.", r"packaging|pkg_resources"),
         ),
     ),
-    # Held out: written at 21:30 UTC on 2026-12-07, after every change of issue 38, never used to make one.
-    # Most probes come late, to be asked after two compactions.
+    # Held out for the second round (written 2026-12-07 21:00 UTC, run once on ffbbd8b at 4 096): their
+    # wrong answers made the third (a summary that does not come in time gives way to aforo's record; a
+    # decision is no rule), so they are development sessions now.
     Session(
         "humanize-h",
         "humanize",
@@ -271,7 +278,6 @@ SESSIONS = (
             probe("decision", "Remind me of our decision about durations.", r"naturaldelta"),
             probe("recall", "What was my first question?", r"number|time|word"),
         ),
-        held_out=True,
     ),
     Session(
         "cachetools-h",
@@ -303,6 +309,76 @@ SESSIONS = (
             probe("rules", "Remind me of the rule I gave you.", r"two sentences"),
             probe("decision", "Remind me what we chose.", r"TTLCache"),
             probe("recall", "What was my first question?", r"evict"),
+        ),
+    ),
+    # Held out: written 2026-12-07 21:45 UTC, after every change of issue 38, never used to make one. Most
+    # probes come late, to be asked after two compactions.
+    Session(
+        "tomli-h",
+        "tomli",
+        (
+            work("I want to understand how tomli parses a TOML document. Never propose changes to the code."),
+            work("Which exception does tomli raise for invalid TOML?"),
+            work("How many lines does _parser.py have?"),
+            work(
+                "We decided to keep using tomli instead of writing our own parser, because tomli follows "
+                "the TOML spec."
+            ),
+            work("Which function in _parser.py parses a TOML string?"),
+            probe("continuation", "And which function parses a binary file object?", r"`load`|\bload\("),
+            work("Which function in _re.py turns a regex match into a datetime?"),
+            probe("recall", "What was my goal in this session?", r"pars|TOML"),
+            work("Which decorator is applied to cached_tz?"),
+            work("Which class in _parser.py holds nested dictionaries?"),
+            probe("continuation", "Which method of it appends a nest to a list?", r"append_nest_to_list"),
+            work("What does skip_comment skip?"),
+            probe("artifact", READ_ALL),
+            probe("rules", "Which rule did I give you?", r"chang"),
+            probe("decision", "What did we decide, and why?", r"tomli(?s:.*)spec"),
+            probe("artifact", "In which file did you find match_to_datetime?", r"_re\.py"),
+            probe("recall", "How many lines did you say _parser.py has?", said=2),
+            work("Which function in _parser.py parses an inline table?"),
+            probe("continuation", "How many lines does that file have?", r"\b696\b"),
+            probe("artifact", READ_ALL),
+            probe("rules", "Remind me of the rule I gave you.", r"chang"),
+            probe("decision", "Remind me of our decision.", r"tomli|own parser"),
+            probe("recall", "What was my first question?", r"pars|TOML"),
+        ),
+        held_out=True,
+    ),
+    Session(
+        "colorama-h",
+        "colorama",
+        (
+            work(
+                "My goal: learn how colorama turns ANSI codes into Windows console calls. "
+                "Keep every answer under fifty words."
+            ),
+            work("Which class in ansitowin32.py converts ANSI sequences into win32 calls?"),
+            work("How many lines does win32.py have?"),
+            work(
+                "We chose just_fix_windows_console over init, because it does not wrap stdout on other "
+                "systems."
+            ),
+            work("Which function in initialise.py undoes init?"),
+            probe("continuation", "And which function restores the wrapped streams after it?", r"reinit"),
+            work("Which class in ansi.py holds the foreground colors?"),
+            probe("recall", "What was my goal?", r"ANSI|Windows|win32"),
+            work("What does code_to_chars return?"),
+            work("Which method of AnsiToWin32 extracts the parameters of a command?"),
+            probe("continuation", "In which file is it?", r"ansitowin32\.py"),
+            probe("artifact", READ_ALL),
+            probe("rules", "Which rule did I give you?", r"fifty|50"),
+            probe("decision", "What did we choose, and why?", r"just_fix_windows_console(?s:.*)wrap"),
+            work("Which function in ansi.py returns the escape code that clears the screen?"),
+            probe("artifact", "In which file did you find deinit?", r"initialise\.py"),
+            probe("recall", "Which function did you say undoes init?", said=4),
+            work("Which class in winterm.py talks to the Windows console?"),
+            probe("continuation", "How many lines does that file have?", r"\b195\b"),
+            probe("artifact", READ_ALL),
+            probe("rules", "Remind me of the rule I gave you.", r"fifty|50"),
+            probe("decision", "Remind me what we chose.", r"just_fix_windows_console"),
+            probe("recall", "What was my first question?", r"ANSI|Windows|win32"),
         ),
         held_out=True,
     ),
