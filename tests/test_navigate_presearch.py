@@ -323,3 +323,22 @@ def test_a_word_of_the_question_finds_the_constant_its_inflection_names(tmp_path
     (tmp_path / "client.py").write_text("\n".join(body) + "\n")
     _, _, content = presearch_of(tmp_path, "How many times does the client retry a failed request?")
     assert "client.py:4 defines MAX_RETRIES\n4\tMAX_RETRIES = 4" in content, content
+
+
+def test_a_definition_question_about_a_common_word_gets_where_the_index_defines_it(tmp_path: Path) -> None:
+    # The 1.5B on attrs, "Where is the define decorator defined?": `define` is a word of every such
+    # question, so nothing was searched and the model answered "in the `attr` module".
+    ws = workspace(tmp_path / "ws")
+    (ws / "pkg/next_gen.py").write_text('"""The new API."""\n\n\ndef define(cls=None):\n    return cls\n')
+    (ws / "pkg/use.py").write_text("from pkg.next_gen import define\n\n\n@define\nclass C:\n    pass\n")
+    guided = Navigator(ws, 4096).guide("Where is the define decorator defined?", (), set())
+    text = guided.messages[1].tool_results[0].content
+    assert text.startswith("`define` is defined in pkg/next_gen.py at line 4.\n")
+    # A common word the index does not define is still not searched for.
+    assert Navigator(ws, 4096).guide("Where is the default defined?", (), set()).messages == ()
+
+
+def test_a_length_question_about_one_named_file_gets_its_count(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    guided = Navigator(ws, 4096).guide("How many lines does decorators.py have?", (), set())
+    assert guided.messages[1].tool_results[0].content == "`pkg/decorators.py` has 400 lines."

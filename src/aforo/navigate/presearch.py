@@ -29,9 +29,27 @@ from pathlib import Path
 from aforo.errors import ToolError
 from aforo.limits import MAP_FILE_BYTES
 from aforo.navigate.about import about
-from aforo.navigate.facts import CALLERS, COMPARE, IMPORTERS, OVERVIEW, Place, asks, counted, facts
+from aforo.navigate.facts import (
+    CALLERS,
+    COMPARE,
+    IMPORTERS,
+    LENGTH,
+    OVERVIEW,
+    WHERE,
+    Place,
+    asks,
+    counted,
+    facts,
+)
 from aforo.navigate.index import SymbolIndex
-from aforo.navigate.terms import compound_terms, looks_like_code, question_paths, question_terms, stem
+from aforo.navigate.terms import (
+    compound_terms,
+    defined_subjects,
+    looks_like_code,
+    question_paths,
+    question_terms,
+    stem,
+)
 from aforo.protocols import ToolContext
 from aforo.tools.deadline import Interrupted
 from aforo.tools.names import show
@@ -100,6 +118,9 @@ def search(
     if kind == OVERVIEW:
         return _overview(workspace, index, max_chars)
     terms = (*compound_terms(question), *question_terms(question))
+    if kind == WHERE:  # the name asked about, though a common word (`define`), when the index defines it
+        asked = [name for name in defined_subjects(question) if name in index.definitions]
+        terms = tuple(dict.fromkeys([*asked, *terms]))
     files = _Files(workspace)
     regions: list[Region] = []
     found: list[str] = []
@@ -131,7 +152,8 @@ def search(
     # With nothing found, the named files' lengths are all the search has: the answer to a question of
     # length, and no help for any other ("Read alpha.py, beta.py and gamma.py and tell me which defines
     # the most functions": the 0.5B called the same Glob again, then answered from the line counts).
-    if not regions and (len(named) < 2 or kind != COMPARE):
+    # One file's length is a fact too ("How many lines does _funcs.py have?").
+    if not regions and not (named and kind == LENGTH) and (len(named) < 2 or kind != COMPARE):
         return None
     said = facts(kind, [_place(index, r) for r in regions], named)
     if not found:
@@ -142,7 +164,7 @@ def search(
         "(definitions from its symbol index, uses from ripgrep); the best matches, `path:line` then the "
         "numbered lines:"
     )
-    if named and kind != COMPARE:
+    if named and kind not in (COMPARE, LENGTH):
         heading = f"The files the question names: {counted(named)}.\n{heading}"
     shown = _render(files, index, "\n".join([*said, heading]), regions, max_chars)
     if shown is None:
