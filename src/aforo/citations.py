@@ -3,11 +3,12 @@
 A small model with the right lines in front of it still writes places that do not exist: a function
 "defined in `__init__.py` at line 2596" where that file has about a hundred lines, a decorator in one
 module while the symbol index has its one definition in another. `find` reads an answer's citations
-(`path`, `path:line`, `path:start-end`, "`path` at line N", "X is defined in Y (at line N)", "in Y, X
-is defined"); `wanted` says which files and names the facts must cover; `check` decides each citation
-against `Facts` (the workspace's files with their lengths, the index's definitions), and says the exact
-fact when it does not hold, in words the model can correct from and a user can read. No I/O here: the
-caller gathers the facts (aforo.loop.cited).
+(`path`, `path:line`, `path:start-end`, "`path` at line N", "X is defined in Y (at line N)", each file
+of "X is defined in Y and Z", "in Y, X is defined", "Y has N lines"); `wanted` says which files and
+names the facts must cover; `check` decides each citation against `Facts` (the workspace's files with
+their lengths, the index's definitions), and says the exact fact when it does not hold, in words the
+model can correct from and a user can read. No I/O here: the caller gathers the facts
+(aforo.loop.cited).
 
 A path is matched as the workspace names it or as its tail (`core.py` for `src/click/core.py`): a model
 cites files by name. A name the index does not define is not judged (it may be a method of a library,

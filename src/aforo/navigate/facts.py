@@ -3,10 +3,10 @@
 A small model copies what it is shown: given search hits to choose from, the 1.5B named the module that
 *defines* `HTTPAdapter` when asked which module imports it, although the importing line was among the
 hits. So for the questions the syntax tree answers exactly (where is X defined, what calls X, which
-module imports X, which file is longer) the pre-search starts with the answer as a sentence:
-"`group` is defined in decorators.py at line 263." Each sentence is made from what the pre-search found
-(definitions from the symbol index, calls and imports from the syntax tree of each line, lengths from
-the files), never from a docstring, a comment or a type declaration.
+module imports X, which file is longer, how many lines a file has) the pre-search starts with the answer
+as a sentence: "`group` is defined in decorators.py at line 263." Each sentence is made from what the
+pre-search found (definitions from the symbol index, calls and imports from the syntax tree of each
+line, lengths from the files), never from a docstring, a comment or a type declaration.
 """
 
 from __future__ import annotations

@@ -8,14 +8,14 @@ of the rarer names. The best few regions, a few numbered lines each, fit in `max
 to the model as the result of a Grep call, saying how they were found: the governor clears it like any
 other tool result, `/undo` brings it back, and the model can still call tools for more.
 
-What the harness knows exactly is said, not left to the model to work out: each mention is labelled
-with what the line does, from the file's syntax tree (tools/roles: `calls`, `assigns`, `imports`, or
+What the harness knows exactly is said, not left to the model to work out: each mention is labelled with
+what the line does, from the file's syntax tree (tools/roles: `calls`, `assigns`, `imports`, or
 `mentions … in a docstring` and `declares … (type declaration)`, never a caller), and the definition it
 is in (`in Signer.get_signature`), which answers "what calls derive_key?" (both models named the lines,
-182, 218 and 237, and not the functions); the files the question names come with their line counts.
-The answer to a where/what-calls/which-imports/which-is-longer question comes first, as a sentence
-(navigate/facts); an overview question gets what the project says about itself instead (navigate/about),
-to be answered from in one pass.
+182, 218 and 237, and not the functions); the files the question names come with their line counts. The
+answer to a where/what-calls/which-imports/which-is-longer/how-many-lines question comes first, as a
+sentence (navigate/facts); an overview question gets what the project says about itself instead
+(navigate/about), to be answered from in one pass.
 """
 
 from __future__ import annotations
