@@ -232,3 +232,6 @@ def test_every_file_of_a_definition_said_in_several_is_checked() -> None:
         ("nope.py", None, "attrs"),
     ]
     assert [v.held for v in check(cited, FACTS)] == [True, False, False]
+    # A file with a clause of its own is not said to define it.
+    cited = find("`attrs` is defined in _next_gen.py, and __init__.py imports it.", 64)
+    assert [(c.path, c.name) for c in cited] == [("_next_gen.py", "attrs"), ("__init__.py", None)]

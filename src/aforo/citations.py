@@ -66,11 +66,13 @@ _IN_DEFINED = re.compile(
 )
 # "and `b.py`", ", `c.py` at line 9": each further file of "X is defined in a.py and b.py", which the
 # check read only the first of (the 1.5B on attrs: "Factory is defined in _make.py and __init__.py",
-# where __init__.py only imports it).
+# where __init__.py only imports it). A file a clause of its own follows ("and b.py imports it") is
+# not one of them.
 _ALSO_IN = re.compile(
     rf"(?:\s{{0,3}},\s{{0,3}}(?:and\s{{1,3}})?|\s{{1,3}}and\s{{1,3}})(?:(?:also\s{{1,3}})?in\s{{1,3}})?(?:the\s{{1,3}})?"
     rf"`?(?P<path>{PATH})`?(?:\s{{1,3}}(?:file|module))?"
     rf"(?:(?::|,?\s{{0,3}}(?:at|on)\s{{1,3}}line\s{{1,3}}|\s{{0,3}}\(\s{{0,3}}line\s{{1,3}})(?P<start>\d{{1,9}}))?"
+    r"(?!\s{1,3}(?!and\b|or\b|respectively\b)[A-Za-z])"
 )
 MORE_FILES = 16  # further files of one definition claim read
 # "`_funcs.py` has 522 lines", "the file x.py contains 73 lines", "x.py is 40 lines long", "x.py (40

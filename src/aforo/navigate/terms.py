@@ -55,7 +55,7 @@ _COMMON = """a about above after all also an and any are as at be been before be
     this those through to too two under until up use used uses using very was way we were what when where
     which while who whom why will with would yes you your
     want wants wanted understand understanding learn learning wonder wondering curious interested trying
-    try mean means think thought happen happens going
+    try think thought happen happens going
     three four five six seven eight nine ten eleven twelve twenty first second third last next previous
     answer argument arguments call called calls calling class classes code codebase count decorator
     decorators default define defined defines definition declared describe does explain file files
