@@ -113,6 +113,31 @@ def test_an_answer_whose_citations_hold_is_not_sent_back(tmp_path: Path) -> None
     assert [c["held"] for c in run.events()[-1]["citations"]] == [True]
 
 
+def counts_then_corrects(body: dict[str, Any]) -> dict[str, Any]:
+    """The 1.5B on attrs: a file's length said wrong ("`_funcs.py` has 73 lines"; it has 522)."""
+    if CORRECTION in last_user(body):
+        return {"answer": "The file `beta.py` has 12 lines."}
+    return {"answer": "The file `beta.py` has 73 lines."}
+
+
+def test_a_wrong_line_count_of_a_file_is_sent_back_once_with_its_real_count(tmp_path: Path) -> None:
+    bodies: list[dict[str, Any]] = []
+    with LiveServer(llamacpp_steps(counts_then_corrects, bodies)) as server:
+        run = run_cli(
+            "-w", str(workspace(tmp_path)), "--base-url", server.url, "-m", "m", "--json",
+            "How many lines does beta.py have?",
+        )  # fmt: skip
+    assert run.code == 0, run.err
+    result = run.events()[-1]
+    assert result["answer"] == "The file `beta.py` has 12 lines."
+    assert [(c["text"], c["held"]) for c in result["citations"]] == [("beta.py has 12 lines", True)]
+    asked = chats(bodies)
+    assert len(asked) == 2
+    # The pre-search said the count before the first answer (the model here does not take it).
+    assert "`beta.py` has 12 lines." in str(asked[0]["messages"])
+    assert "- beta.py has 73 lines: `beta.py` has 12 lines." in last_user(asked[1])
+
+
 def places_then_words(body: dict[str, Any]) -> dict[str, Any]:
     """The 1.5B's copied search block (`path:line` places, one per line), until told to use words."""
     if "Answer in your own words" in last_user(body):

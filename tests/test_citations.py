@@ -195,3 +195,43 @@ def test_a_definition_said_with_its_file_first_is_checked_as_one() -> None:
     assert verdicts("in main.py (line 12) the find_dotenv function is defined")[0][1] is False
     # "it is defined" names nothing: the path alone is checked.
     assert [c.name for c in find("In `main.py`, it is defined.", 8)] == [None]
+
+
+def test_a_file_s_line_count_the_answer_states_is_judged_against_the_file() -> None:
+    # The 1.5B on attrs: "The file `src/attr/_funcs.py` has 73 lines." (it has 522).
+    assert verdicts("The file `src/pkg/_next_gen.py` has 73 lines.") == [
+        ("src/pkg/_next_gen.py has 73 lines", False, "`src/pkg/_next_gen.py` has 220 lines")
+    ]
+    assert verdicts("`main.py` is 392 lines long and _make.py (3100 lines) is longer.") == [
+        ("main.py is 392 lines long", True, ""),
+        ("_make.py (3100 lines)", True, ""),
+    ]
+    assert verdicts("__init__.py (104 lines)")[0][1:] == (False, "`src/pkg/__init__.py` has 103 lines")
+    # No exact count of the whole file: not judged as one.
+    assert [c.lines for c in find("main.py has about 400 lines; main.py has 3 lines that import os", 8)] == [
+        None
+    ]
+
+
+def test_every_file_of_a_definition_said_in_several_is_checked() -> None:
+    # The 1.5B on attrs: "Factory is defined in src/attr/_make.py and src/attr/__init__.py", where
+    # __init__.py only imports it; only the first file was read.
+    said = "The attrs decorator is defined in `_next_gen.py` and `__init__.py`."
+    assert verdicts(said) == [
+        ("attrs decorator is defined in _next_gen.py", True, ""),
+        (
+            "attrs decorator is defined in _next_gen.py and __init__.py",
+            False,
+            "`__init__.py` defines no `attrs`; `attrs` is defined in `src/pkg/_next_gen.py` at line 40",
+        ),
+    ]
+    cited = find("`attrs` is defined in _next_gen.py at line 40, _make.py at line 9, and in nope.py.", 64)
+    assert [(c.path, c.start, c.name) for c in cited] == [
+        ("_next_gen.py", 40, "attrs"),
+        ("_make.py", 9, "attrs"),
+        ("nope.py", None, "attrs"),
+    ]
+    assert [v.held for v in check(cited, FACTS)] == [True, False, False]
+    # A file with a clause of its own is not said to define it.
+    cited = find("`attrs` is defined in _next_gen.py, and __init__.py imports it.", 64)
+    assert [(c.path, c.name) for c in cited] == [("_next_gen.py", "attrs"), ("__init__.py", None)]

@@ -106,6 +106,16 @@ def test_question_terms_skip_the_words_every_question_has() -> None:
     )
 
 
+def test_question_terms_skip_the_verbs_of_conversation() -> None:
+    # A new user's first question on attrs was pre-searched for `want|understand`.
+    assert question_terms("I want to understand how attrs builds a class.") == ("attrs", "builds")
+    # `help` stays: it names things in code (click's `help=`).
+    assert question_terms("I'd like to learn what the tokenizer is; help me understand it") == (
+        "tokenizer",
+        "help",
+    )
+
+
 def test_question_terms_leave_the_paths_it_names_to_the_model() -> None:
     # Searched for, its parts put a Grep before the Read the question asks for; the model repeated it.
     assert question_terms("Read wordfreq/counter.py and explain it.") == ()

@@ -323,3 +323,46 @@ def test_a_word_of_the_question_finds_the_constant_its_inflection_names(tmp_path
     (tmp_path / "client.py").write_text("\n".join(body) + "\n")
     _, _, content = presearch_of(tmp_path, "How many times does the client retry a failed request?")
     assert "client.py:4 defines MAX_RETRIES\n4\tMAX_RETRIES = 4" in content, content
+
+
+def test_a_definition_question_about_a_common_word_gets_where_the_index_defines_it(tmp_path: Path) -> None:
+    # The 1.5B on attrs, "Where is the define decorator defined?": `define` is a word of every such
+    # question, so nothing was searched and the model answered "in the `attr` module".
+    ws = workspace(tmp_path / "ws")
+    (ws / "pkg/next_gen.py").write_text('"""The new API."""\n\n\ndef define(cls=None):\n    return cls\n')
+    (ws / "pkg/use.py").write_text("from pkg.next_gen import define\n\n\n@define\nclass C:\n    pass\n")
+    guided = Navigator(ws, 4096).guide("Where is the define decorator defined?", (), set())
+    text = guided.messages[1].tool_results[0].content
+    assert text.startswith("`define` is defined in pkg/next_gen.py at line 4.\n")
+    # A common word the index does not define is still not searched for.
+    assert Navigator(ws, 4096).guide("Where is the default defined?", (), set()).messages == ()
+
+
+def test_a_length_question_about_one_named_file_gets_its_count(tmp_path: Path) -> None:
+    ws = workspace(tmp_path / "ws")
+    guided = Navigator(ws, 4096).guide("How many lines does decorators.py have?", (), set())
+    assert guided.messages[1].tool_results[0].content == "`pkg/decorators.py` has 400 lines."
+
+
+def test_of_the_names_a_word_s_stem_finds_those_made_of_the_question_s_other_words_come_first(
+    tmp_path: Path,
+) -> None:
+    # The 1.5B on attrs, "Which function in _make.py adds __repr__ to a class?": `adds` found the first
+    # three names of stem `add` alphabetically (tests' classes), no `_add_repr`; it answered
+    # `_Nothing.__repr__`.
+    ws = tmp_path / "ws"
+    (ws / "tests").mkdir(parents=True)
+    (ws / "tests/test_dunders.py").write_text(
+        "".join(f"class TestAdd{n}:\n    pass\n\n\n" for n in ("Eq", "Hash", "Init", "Repr"))
+    )
+    (ws / "make.py").write_text(
+        "class _Nothing:\n    def __repr__(self):\n        return 'NOTHING'\n\n\n"
+        + "".join(f"def _add_{n}(cls):\n    return cls\n\n\n" for n in ("eq", "hash", "init", "repr"))
+    )
+    (ws / "other.py").write_text("def _add_repr(cls):\n    return cls\n")
+    (ws / "lib.py").write_text("class AddRepr:\n    pass\n")
+    guided = Navigator(ws, 4096).guide("Which function in make.py adds __repr__ to a class?", (), set())
+    text = guided.messages[1].tool_results[0].content
+    shown = [line.split(" ", 1)[0] for line in text.splitlines() if " defines " in line]
+    # Made of `add` and `repr` first; of those, the one the named file defines (each place of it).
+    assert shown[:4] == ["make.py:18", "other.py:1", "lib.py:1", "tests/test_dunders.py:13"]

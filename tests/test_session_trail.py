@@ -255,7 +255,7 @@ def test_a_follow_up_that_points_back_is_searched_for_with_the_request_before_it
     agent.run(f"Read {files[1]}: what does f_1_3 return?")
     agent.run("How many lines does that file have?")
     found = seen[-1].messages[-1].tool_results
-    assert found and f"{files[1]} ({lines} lines)" in found[0].content
+    assert found and f"`{files[1]}` has {lines} lines." in found[0].content
     agent.run("What does f_2_1 return?")  # names its own: searched for as it is
     assert "f_1_3" not in seen[-1].messages[-1].tool_results[0].content
 

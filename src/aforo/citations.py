@@ -3,11 +3,12 @@
 A small model with the right lines in front of it still writes places that do not exist: a function
 "defined in `__init__.py` at line 2596" where that file has about a hundred lines, a decorator in one
 module while the symbol index has its one definition in another. `find` reads an answer's citations
-(`path`, `path:line`, `path:start-end`, "`path` at line N", "X is defined in Y (at line N)", "in Y, X
-is defined"); `wanted` says which files and names the facts must cover; `check` decides each citation
-against `Facts` (the workspace's files with their lengths, the index's definitions), and says the exact
-fact when it does not hold, in words the model can correct from and a user can read. No I/O here: the
-caller gathers the facts (aforo.loop.cited).
+(`path`, `path:line`, `path:start-end`, "`path` at line N", "X is defined in Y (at line N)", each file
+of "X is defined in Y and Z", "in Y, X is defined", "Y has N lines"); `wanted` says which files and
+names the facts must cover; `check` decides each citation against `Facts` (the workspace's files with
+their lengths, the index's definitions), and says the exact fact when it does not hold, in words the
+model can correct from and a user can read. No I/O here: the caller gathers the facts
+(aforo.loop.cited).
 
 A path is matched as the workspace names it or as its tail (`core.py` for `src/click/core.py`): a model
 cites files by name. A name the index does not define is not judged (it may be a method of a library,
@@ -63,6 +64,25 @@ _IN_DEFINED = re.compile(
     rf"(?:{_KINDS}\s{{1,3}})?`?(?P<name>{_NAME})(?:\(\))?`?(?:\s{{1,3}}{_KINDS})?\s{{1,3}}(?:is|are|was)\s{{1,3}}"
     r"(?:also\s{1,3})?defined\b"
 )
+# "and `b.py`", ", `c.py` at line 9": each further file of "X is defined in a.py and b.py", which the
+# check read only the first of (the 1.5B on attrs: "Factory is defined in _make.py and __init__.py",
+# where __init__.py only imports it). A file a clause of its own follows ("and b.py imports it") is
+# not one of them.
+_ALSO_IN = re.compile(
+    rf"(?:\s{{0,3}},\s{{0,3}}(?:and\s{{1,3}})?|\s{{1,3}}and\s{{1,3}})(?:(?:also\s{{1,3}})?in\s{{1,3}})?(?:the\s{{1,3}})?"
+    rf"`?(?P<path>{PATH})`?(?:\s{{1,3}}(?:file|module))?"
+    rf"(?:(?::|,?\s{{0,3}}(?:at|on)\s{{1,3}}line\s{{1,3}}|\s{{0,3}}\(\s{{0,3}}line\s{{1,3}})(?P<start>\d{{1,9}}))?"
+    r"(?!\s{1,3}(?!and\b|or\b|respectively\b)[A-Za-z])"
+)
+MORE_FILES = 16  # further files of one definition claim read
+# "`_funcs.py` has 522 lines", "the file x.py contains 73 lines", "x.py is 40 lines long", "x.py (40
+# lines)": a count of the whole file, judged against it (the 1.5B said 73 lines for a file of 522).
+# "about"/"over" N lines says no exact count: not read.
+_COUNT = re.compile(
+    rf"{_START}`?(?P<path>{PATH})`?(?:\s{{1,3}}(?:file|module))?(?:\s{{1,3}}(?:has|contains|is)\s{{1,3}}"
+    rf"(?:exactly\s{{1,3}}|a\s{{1,3}}total\s{{1,3}}of\s{{1,3}})?|\s{{0,3}}\(\s{{0,3}})(?P<count>\d{{1,9}})\s{{1,3}}lines?\b"
+    r"(?!\s{1,3}(?:that|which|where|with|matching|containing|mentioning)\b)(?:\s{1,3}long\b|\))?"
+)
 _WORDS = {"the", "a", "an", "it", "this", "that", "which", "and", "also", "function", "class", "method"}
 
 
@@ -75,10 +95,11 @@ class Citation:
     start: int | None = None
     end: int | None = None  # the last line of a range (None: one line)
     name: str | None = None  # the answer says `name` is defined here
+    lines: int | None = None  # the answer says the file has this many lines
 
     @property
-    def key(self) -> tuple[str, int | None, int | None, str | None]:
-        return (self.path, self.start, self.end, self.name)
+    def key(self) -> tuple[str, int | None, int | None, str | None, int | None]:
+        return (self.path, self.start, self.end, self.name, self.lines)
 
 
 @dataclass(frozen=True)
@@ -116,6 +137,7 @@ class Verdict:
             "start": c.start,
             "end": c.end,
             "name": c.name,
+            "lines": c.lines,
             "held": self.held,
             "fact": self.fact,
         }
@@ -124,7 +146,7 @@ class Verdict:
 def find(text: str, limit: int) -> list[Citation]:
     """The citations of `text`, each once, in the order first written, at most `limit` (each form is
     read up to `limit` times: what lies past that is not looked at)."""
-    found: dict[tuple[str, int | None, int | None, str | None], tuple[int, Citation]] = {}
+    found: dict[tuple[str, int | None, int | None, str | None, int | None], tuple[int, Citation]] = {}
     specific: set[int] = set()  # where a path a more specific form read starts
 
     def add(c: Citation, m: re.Match[str]) -> None:
@@ -138,6 +160,11 @@ def find(text: str, limit: int) -> list[Citation]:
             if name.lower() in _WORDS and not quoted:  # "it is defined in": no name
                 continue
             add(Citation(_said(m[0]), m["path"], _int(m["start"]), None, name), m)
+            for more in _also_in(text, m.end()):
+                said = _said(text[m.start() : more.end()])
+                add(Citation(said, more["path"], _int(more["start"]), None, name), more)
+    for m in _first(_COUNT, text, limit):
+        add(Citation(_said(m[0]), m["path"], lines=int(m["count"])), m)
     for m in _first(_AT_LINE, text, limit):
         numbers = [int(n) for n in re.findall(r"\d+", m["list"])]
         if re.search(r"[-–]", m["list"]) and len(numbers) == 2:
@@ -155,6 +182,15 @@ def find(text: str, limit: int) -> list[Citation]:
     return _without_bare_duplicates(ordered)[:limit]
 
 
+def _also_in(text: str, at: int) -> list[re.Match[str]]:
+    """The further files a definition claim ending at `at` names, at most MORE_FILES."""
+    found: list[re.Match[str]] = []
+    while len(found) < MORE_FILES and (more := _ALSO_IN.match(text, at)):
+        found.append(more)
+        at = more.end()
+    return found
+
+
 def _first(form: re.Pattern[str], text: str, limit: int) -> list[re.Match[str]]:
     return list(itertools.islice(form.finditer(text), limit))
 
@@ -162,12 +198,14 @@ def _first(form: re.Pattern[str], text: str, limit: int) -> list[re.Match[str]]:
 def _without_bare_duplicates(cited: list[Citation]) -> list[Citation]:
     """A bare `path` says no more than a `path:line` or a definition that names the same file, and a
     `path:line` no more than the definition said at that line."""
-    specific = {c.path for c in cited if c.start is not None or c.name}
+    specific = {c.path for c in cited if c.start is not None or c.name or c.lines is not None}
     defined = {(c.path, c.start) for c in cited if c.name}
     return [
         c
         for c in cited
-        if c.name or (c.path not in specific if c.start is None else (c.path, c.start) not in defined)
+        if c.name
+        or c.lines is not None
+        or (c.path not in specific if c.start is None else (c.path, c.start) not in defined)
     ]
 
 
@@ -217,6 +255,8 @@ def _check(c: Citation, facts: Facts) -> Verdict:
         if c.start is not None and not any(d.start <= c.start <= d.line for d in here):
             return Verdict(c, False, f"`{c.name}` is not defined at line {c.start}; {_where(c.name, here)}")
         return Verdict(c, True)
+    if c.lines is not None and all(facts.files[f] != c.lines for f in files):
+        return Verdict(c, False, _length(files, facts))
     if c.start is not None:
         last = c.end if c.end is not None else c.start
         if not any(c.start >= 1 and last <= facts.files[f] for f in files):
@@ -237,6 +277,11 @@ def _too_short(c: Citation, files: list[str], facts: Facts, last: int) -> str:
     shown = c.path if len(files) > 1 else longest
     some = "the longest `" + c.path + "` in the workspace" if len(files) > 1 else f"`{shown}`"
     return f"{some} has {lines} {'line' if lines == 1 else 'lines'}; there is no line {last}"
+
+
+def _length(files: list[str], facts: Facts) -> str:
+    said = [f"`{f}` has {facts.files[f]} {'line' if facts.files[f] == 1 else 'lines'}" for f in files[:3]]
+    return " and ".join(said) + (f" (and {len(files) - 3} more files of that name)" if len(files) > 3 else "")
 
 
 def _where(name: str, places: Sequence[Definition]) -> str:

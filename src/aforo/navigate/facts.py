@@ -3,10 +3,10 @@
 A small model copies what it is shown: given search hits to choose from, the 1.5B named the module that
 *defines* `HTTPAdapter` when asked which module imports it, although the importing line was among the
 hits. So for the questions the syntax tree answers exactly (where is X defined, what calls X, which
-module imports X, which file is longer) the pre-search starts with the answer as a sentence:
-"`group` is defined in decorators.py at line 263." Each sentence is made from what the pre-search found
-(definitions from the symbol index, calls and imports from the syntax tree of each line, lengths from
-the files), never from a docstring, a comment or a type declaration.
+module imports X, which file is longer, how many lines a file has) the pre-search starts with the answer
+as a sentence: "`group` is defined in decorators.py at line 263." Each sentence is made from what the
+pre-search found (definitions from the symbol index, calls and imports from the syntax tree of each
+line, lengths from the files), never from a docstring, a comment or a type declaration.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from aforo.tools.names import show
 from aforo.tools.roles import CALLS, DEFINES, IMPORTS, TYPED
 
 WHERE, CALLERS, IMPORTERS, COMPARE, OVERVIEW = "where", "calls", "imports", "compare", "overview"
+LENGTH = "length"
 MOST_NAMED = 12  # places one sentence names; the rest are counted
 _ASKS = (
     (OVERVIEW, re.compile(
@@ -27,6 +28,8 @@ _ASKS = (
         r"|(give\s+me\s+)?an\s+overview(\s+of\s+(this|the)\s+\w+)?)\W*$",
         re.IGNORECASE,
     )),
+    # "How many lines does _funcs.py have?": the 1.5B, given no count, answered 73 for 522.
+    (LENGTH, re.compile(r"\bhow\s+(many\s+lines|long)\b|\bnumber\s+of\s+lines\b|\bline\s+count\b", re.I)),
     (CALLERS, re.compile(r"\b(calls?|called|callers?|invoke[sd]?|uses?)\b", re.IGNORECASE)),
     (IMPORTERS, re.compile(r"\bimport(s|ed|ing)?\b", re.IGNORECASE)),
     (COMPARE, re.compile(r"\b(longer|shorter|longest|shortest|larger|smaller|bigger|more lines)\b", re.I)),
@@ -54,6 +57,8 @@ def facts(kind: str | None, places: Sequence[Place], lengths: Sequence[tuple[str
     """The sentences that answer a question of `kind` from what was found, one per name asked about."""
     if kind == COMPARE and len(lengths) >= 2:
         return [compared(lengths)]
+    if kind == LENGTH and lengths:
+        return [_lengths(lengths)]
     role = {WHERE: DEFINES, CALLERS: CALLS, IMPORTERS: IMPORTS}.get(kind or "")
     if role is None:
         return []
@@ -130,6 +135,14 @@ def compared(lengths: Sequence[tuple[str, int]]) -> str:
     if len(lengths) == 2 and lengths[0][1] != lengths[1][1]:
         (longer, more), (shorter, fewer) = lengths
         return f"{show(longer)} ({_count(more)}) is longer than {show(shorter)} ({_count(fewer)})."
+    return f"The files the question names: {counted(lengths)}."
+
+
+def _lengths(lengths: Sequence[tuple[str, int]]) -> str:
+    """`src/attr/_funcs.py` has 522 lines.`; of several files, each with its count."""
+    if len(lengths) == 1:
+        path, lines = lengths[0]
+        return f"`{show(path)}` has {_count(lines)}."
     return f"The files the question names: {counted(lengths)}."
 
 

@@ -8,14 +8,14 @@ of the rarer names. The best few regions, a few numbered lines each, fit in `max
 to the model as the result of a Grep call, saying how they were found: the governor clears it like any
 other tool result, `/undo` brings it back, and the model can still call tools for more.
 
-What the harness knows exactly is said, not left to the model to work out: each mention is labelled
-with what the line does, from the file's syntax tree (tools/roles: `calls`, `assigns`, `imports`, or
+What the harness knows exactly is said, not left to the model to work out: each mention is labelled with
+what the line does, from the file's syntax tree (tools/roles: `calls`, `assigns`, `imports`, or
 `mentions … in a docstring` and `declares … (type declaration)`, never a caller), and the definition it
 is in (`in Signer.get_signature`), which answers "what calls derive_key?" (both models named the lines,
-182, 218 and 237, and not the functions); the files the question names come with their line counts.
-The answer to a where/what-calls/which-imports/which-is-longer question comes first, as a sentence
-(navigate/facts); an overview question gets what the project says about itself instead (navigate/about),
-to be answered from in one pass.
+182, 218 and 237, and not the functions); the files the question names come with their line counts. The
+answer to a where/what-calls/which-imports/which-is-longer/how-many-lines question comes first, as a
+sentence (navigate/facts); an overview question gets what the project says about itself instead
+(navigate/about), to be answered from in one pass.
 """
 
 from __future__ import annotations
@@ -29,9 +29,28 @@ from pathlib import Path
 from aforo.errors import ToolError
 from aforo.limits import MAP_FILE_BYTES
 from aforo.navigate.about import about
-from aforo.navigate.facts import CALLERS, COMPARE, IMPORTERS, OVERVIEW, WHERE, Place, asks, counted, facts
+from aforo.navigate.facts import (
+    CALLERS,
+    COMPARE,
+    IMPORTERS,
+    LENGTH,
+    OVERVIEW,
+    WHERE,
+    Place,
+    asks,
+    counted,
+    facts,
+)
 from aforo.navigate.index import SymbolIndex
-from aforo.navigate.terms import compound_terms, looks_like_code, question_paths, question_terms, stem
+from aforo.navigate.terms import (
+    compound_terms,
+    defined_subjects,
+    looks_like_code,
+    parts,
+    question_paths,
+    question_terms,
+    stem,
+)
 from aforo.protocols import ToolContext
 from aforo.tools.deadline import Interrupted
 from aforo.tools.names import show
@@ -102,12 +121,17 @@ def search(
     if kind == OVERVIEW:
         return _overview(workspace, index, max_chars)
     terms = (*compound_terms(question), *question_terms(question))
+    if kind == WHERE:  # the name asked about, though a common word (`define`), when the index defines it
+        asked = [name for name in defined_subjects(question) if name in index.definitions]
+        terms = tuple(dict.fromkeys([*asked, *terms]))
     files = _Files(workspace)
+    named = _named_files(files, index, question_paths(question))
+    near = _Near(frozenset(stem(p) for t in terms for p in parts(t)), frozenset(path for path, _ in named))
     regions: list[Region] = []
     found: list[str] = []
     mentioned: list[tuple[int, int, int, Region]] = []
     for rank, term in enumerate(terms):
-        defined = _definitions(index, term)
+        defined = _definitions(index, term, near)
         regions += defined
         hits = _mentions(workspace, term, ctx)
         if defined or hits:
@@ -129,11 +153,11 @@ def search(
     # Assignments and imports first (a default value, who imports it), prose last; then a name mentioned
     # in few files, which says more about where to look than one mentioned everywhere.
     regions += [m[-1] for m in sorted(mentioned, key=lambda m: (*m[:3], m[3].path, m[3].line))]
-    named = _named_files(files, index, question_paths(question))
     # With nothing found, the named files' lengths are all the search has: the answer to a question of
     # length, and no help for any other ("Read alpha.py, beta.py and gamma.py and tell me which defines
     # the most functions": the 0.5B called the same Glob again, then answered from the line counts).
-    if not regions and (len(named) < 2 or kind != COMPARE):
+    # One file's length is a fact too ("How many lines does _funcs.py have?").
+    if not regions and not (named and kind == LENGTH) and (len(named) < 2 or kind != COMPARE):
         return None
     said = facts(kind, [_place(index, r) for r in regions], named)
     if not found:
@@ -144,7 +168,7 @@ def search(
         "(definitions from its symbol index, uses from ripgrep); the best matches, `path:line` then the "
         "numbered lines:"
     )
-    if named and kind != COMPARE:
+    if named and kind not in (COMPARE, LENGTH):
         heading = f"The files the question names: {counted(named)}.\n{heading}"
     shown = _render(files, index, "\n".join([*said, heading]), regions, max_chars)
     if shown is None:
@@ -198,26 +222,47 @@ def _named_files(files: _Files, index: SymbolIndex, names: Sequence[str]) -> lis
     return sorted(counted.items(), key=lambda item: -item[1])
 
 
-def _definitions(index: SymbolIndex, term: str) -> list[Region]:
+@dataclass(frozen=True)
+class _Near:
+    """What else the question says, to choose among the names a word's stem finds."""
+
+    stems: frozenset[str]  # of the words of all its names (`adds __repr__`: add, repr)
+    paths: frozenset[str]  # the files it names
+
+
+def _definitions(index: SymbolIndex, term: str, near: _Near) -> list[Region]:
     """Where `term` is defined, top-level definitions before methods; of several in a row in one place
     (typing overloads before the implementation), the first and the last. The name as written first,
     else in any case ("the governor" asks about `Governor`), else the few names made of a word of the
-    same stem ("how many times does the client retry?" asks about `MAX_RETRIES = 4`). A type-only
-    file's (`.d.ts`) is a declaration, said as one."""
+    same stem ("how many times does the client retry?" asks about `MAX_RETRIES = 4`), those made of
+    more of the question's words first, then those in the files it names. A type-only file's (`.d.ts`)
+    is a declaration, said as one."""
     groups: dict[tuple[str, str], list[int]] = {}
     places = index.definitions.get(term) or index.folded.get(term.lower(), [])
+    chosen: dict[str, int] = {}  # the names a stem found, in the order chosen
     if not places and not looks_like_code(term):
-        names = index.stems.get(stem(term), [])[:STEM_NAMES]
-        places = [place for name in names for place in index.definitions[name]]
+        names = sorted(index.stems.get(stem(term), []), key=lambda name: _apart(index, name, near))
+        chosen = {name: n for n, name in enumerate(names[:STEM_NAMES])}
+        places = [place for name in chosen for place in index.definitions[name]]
     for site in places:
         if site.path in index.files:
             groups.setdefault((site.path, site.name), []).append(site.line)
     regions = []
-    for (path, name), lines in sorted(groups.items(), key=lambda g: ("." in g[0][1], g[0][0])):
+    for (path, name), lines in sorted(
+        groups.items(), key=lambda g: ("." in g[0][1], chosen.get(g[0][1].rsplit(".", 1)[-1], 0), g[0][0])
+    ):
         role = TYPED if is_declaration_file(path) else DEFINES
         for line in sorted({min(lines), max(lines)}):
             regions.append(Region(path, line, line, line + DEFINITION_LINES - 1, name, role))
     return regions
+
+
+def _apart(index: SymbolIndex, name: str, near: _Near) -> tuple[int, bool]:
+    """How far `name` is from what the question says: "Which function in _make.py adds __repr__?" found
+    by `adds` the first three names alphabetically (tests' `TestAddHash`, `TestAddInit`, `TestAddRepr`),
+    not `_add_repr` in _make.py, and the 1.5B answered `_Nothing.__repr__`."""
+    shared = len({stem(p) for p in parts(name)} & near.stems)
+    return -shared, not any(site.path in near.paths for site in index.definitions[name])
 
 
 def _mentions(workspace: Path, term: str, ctx: ToolContext) -> list[tuple[str, int]]:

@@ -54,11 +54,13 @@ _COMMON = """a about above after all also an and any are as at be been before be
     please same say see she should show so some such tell than that the their them then there these they
     this those through to too two under until up use used uses using very was way we were what when where
     which while who whom why will with would yes you your
+    want wants wanted understand understanding learn learning wonder wondering curious interested trying
+    try think thought happen happens going
     three four five six seven eight nine ten eleven twelve twenty first second third last next previous
     answer argument arguments call called calls calling class classes code codebase count decorator
     decorators default define defined defines definition declared describe does explain file files
     folder function functions implement implemented implementation import imported imports line lines
-    longer longest larger largest bigger biggest shorter smaller method methods module modules name named
+    long longer longest larger largest bigger biggest shorter smaller method methods module modules name named
     names number package parameter parameters
     project read repository return returned returns shortest signature source take takes type value
     values variable variables work works workspace written"""
@@ -82,6 +84,32 @@ def question_terms(question: str) -> tuple[str, ...]:
         if word.lower() not in COMMON or word in quoted:
             seen.setdefault(word, None)
     return tuple(seen)[:MAX_TERMS]
+
+
+# The name a definition question asks about, whatever word it is: "where is the define decorator
+# defined?" asks about `define`, a word question_terms leaves out (it is in every such question). The
+# pre-search keeps it only when the symbol index defines it.
+_KIND = r"(?:decorator|function|class|method|constant|variable|attribute|type|enum|property)"
+_SUBJECT = r"`?(?P<name>[A-Za-z_]\w*)`?(?:\(\))?"
+_DEFINED_SUBJECT = (
+    re.compile(
+        rf"\bwhere\s+(?:is|are|was)\s+(?:the\s+)?(?:{_KIND}\s+)?{_SUBJECT}(?:\s+{_KIND})?"
+        r"\s+(?:defined|declared|implemented)\b",
+        re.IGNORECASE,
+    ),
+    re.compile(rf"\b(?:which|what)\s+(?:file|module)\s+defines\s+(?:the\s+)?(?:{_KIND}\s+)?{_SUBJECT}", re.I),
+    re.compile(rf"\bdefinition\s+of\s+(?:the\s+)?(?:{_KIND}\s+)?{_SUBJECT}", re.IGNORECASE),
+)
+
+
+def defined_subjects(question: str) -> tuple[str, ...]:
+    """The names a "where is X defined" question asks about, as written, each once."""
+    question = _without_paths(question, " ")
+    found = (m["name"] for form in _DEFINED_SUBJECT for m in form.finditer(question))
+    return tuple(dict.fromkeys(name for name in found if name.lower() not in _ARTICLES))
+
+
+_ARTICLES = frozenset({"the", "a", "an", "it", "this", "that", "they", "these", "those"})
 
 
 def question_paths(question: str) -> tuple[str, ...]:
