@@ -189,7 +189,8 @@ def defined_where(index: SymbolIndex, question: str) -> list[str]:
         for term in question_terms(question)
         if term in index.definitions and (where or looks_like_code(term) or f"`{term}`" in question)
     ]
-    places = [_place(index, r) for name in names[:DEFINED_NAMES] for r in _definitions(index, name)]
+    exact = _Near(frozenset(), frozenset())  # each name is defined as written: no stem to choose among
+    places = [_place(index, r) for name in names[:DEFINED_NAMES] for r in _definitions(index, name, exact)]
     return facts(WHERE, places, [])
 
 
