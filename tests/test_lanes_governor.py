@@ -21,6 +21,9 @@ from aforo.events import ModelCheck
 from aforo.loop.agent import Agent
 from aforo.messages import Message, Request, SystemPart
 from aforo.providers.fake import FakeProvider, FakeTurn
+from aforo.server_kinds import KINDS
+from aforo.servers.kind import ServerInfo
+from aforo.servers.open_lane import OpenLane
 from aforo.tools.registry import default_registry
 from support.scenario import TASK_KEY, Recorder, is_summary_request, make_files, reader_model
 
@@ -262,3 +265,24 @@ def test_the_summary_is_sampled_like_the_conversation(tmp_path: Path) -> None:
     agent.temperature = 0.0
     agent.run(PROMPT)
     assert side.requests and {r.temperature for r in side.requests} == {0.0}
+
+
+def test_an_opened_lane_is_the_summary_lane_of_another_conversation_as_it_is() -> None:
+    provider = FakeProvider([])
+    budget = Budget(2048, max_tokens=256, source="server")
+    server = ServerInfo(kind="llama.cpp", root_url="http://h", v1_url="http://h/v1")
+    opened = OpenLane(
+        name="fast",
+        server=server,
+        kind=KINDS[2],
+        model="small",
+        budget=budget,
+        window_source="server",
+        provider=provider,
+        counter=None,
+        window_known=True,
+    )
+    meter = Meter(None, lambda event: None)
+    lane = opened.summary_lane(meter)
+    assert (lane.name, lane.model, lane.server) == ("fast", "small", "llama.cpp")
+    assert lane.provider is provider and lane.budget is budget and lane.meter is meter

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from aforo.errors import LimitExceeded
+from aforo.errors import LimitExceeded, ServerLimitExceeded
 from aforo.limits import JSON_DEPTH, JSON_INTEGER, Limit
 
 # A whole string (escapes included; an unterminated one runs to the end), or one bracket. Possessive
@@ -70,6 +70,12 @@ def loads(
     text = data.decode(json.detect_encoding(data), "surrogatepass") if not isinstance(data, str) else data
     check_depth(text, what, limit, raising)
     return json.loads(text, parse_int=integers(what, raising, large_as_text=large_as_text))
+
+
+def server_json(text: str, what: str) -> Any:
+    """JSON a server sent, parsed within the `json_depth` limit; ValueError when it is not JSON. An
+    integer past `json_integer` is read as its digits (a str), which no count takes (`usage_count`)."""
+    return loads(text, what, JSON_DEPTH, ServerLimitExceeded, large_as_text=True)
 
 
 _INT64_DIGITS = len(str(JSON_INTEGER.value))

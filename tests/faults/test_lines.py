@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from aforo.errors import ServerLimitExceeded
 from aforo.limits import Limit
-from aforo.wire.bounded import lines, sse_data
+from aforo.wire.lines import lines, sse_data
 
 TINY = Limit("stream_line_bytes", 8, "bytes", "a test line")
 

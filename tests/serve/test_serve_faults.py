@@ -16,7 +16,7 @@ from starlette.routing import Route
 
 from aforo.gateway import inbound, upstream_leg
 from aforo.limits import Limit
-from aforo.wire import bounded
+from aforo.wire import lines as wire_lines
 from dialects.openai_app import Reply, Script, make_openai_app
 from serve.gateway_support import gateway
 
@@ -79,7 +79,7 @@ def test_a_request_body_past_its_limit_is_refused_naming_it(monkeypatch: pytest.
 
 
 def test_an_upstream_line_past_its_limit_fails_the_request_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bounded, "STREAM_LINE_BYTES", Limit("stream_line_bytes", 500, "bytes", "x"))
+    monkeypatch.setattr(wire_lines, "STREAM_LINE_BYTES", Limit("stream_line_bytes", 500, "bytes", "x"))
     upstream = SlowOpenAI(pieces=2, pause=0.0, size=2000)
     with gateway(upstream.app, server="openai", window=4096) as (url, _):
         resp = httpx.post(f"{url}/v1/chat/completions", json={**ASK, "stream": True})

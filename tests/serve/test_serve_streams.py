@@ -16,7 +16,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from aforo.limits import Limit
-from aforo.wire import bounded
+from aforo.wire import lines as wire_lines
 from serve.gateway_support import gateway
 
 MODEL = "qwen2.5-coder:0.5b"
@@ -97,7 +97,7 @@ def test_a_client_that_goes_away_mid_stream_stops_the_upstream_request() -> None
 def test_a_live_stream_that_breaks_a_limit_ends_with_an_error_the_client_reads(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(bounded, "STREAM_LINE_BYTES", Limit("stream_line_bytes", 150, "bytes", "x"))
+    monkeypatch.setattr(wire_lines, "STREAM_LINE_BYTES", Limit("stream_line_bytes", 150, "bytes", "x"))
     upstream = SlowOllama(words=3, pause=0.0)  # its last line, with the counts, is longer than 150 bytes
     with gateway(upstream.app, server="ollama", window=4096) as (url, _):
         resp = httpx.post(f"{url}/api/chat", json=ASK)

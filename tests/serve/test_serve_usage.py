@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from aforo.gateway.upstream_leg import AnswerReading
 from aforo.messages import Usage
+from aforo.wire.answer_end import AnswerReading
 
 
 @pytest.mark.parametrize("count", ["99999999999999999999", str(2**41)])

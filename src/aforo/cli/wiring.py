@@ -164,14 +164,7 @@ def _compaction_lane(
     side = open_lane(client, route, cfg, emit, kinds, hint=main.server.kind if same else None)
     meter = Meter(side.counter, emit)
     _check_summary_room(side, meter)
-    return Lane(
-        name=route.name,
-        model=side.model,
-        server=side.server.kind,
-        provider=side.provider,
-        budget=side.budget,
-        meter=meter,
-    )
+    return side.summary_lane(meter)
 
 
 def build_runtime(

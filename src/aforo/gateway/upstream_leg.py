@@ -8,10 +8,8 @@ reaches the client as the overflow error its own code handles (`overflow_body`),
 in any server's dialect too (`refused_upstream`). Every chat response says what the gateway saw in
 `x-aforo-*` headers. A client that goes away stops the upstream request (`until_gone`).
 
-The answer is read for the governor as its lines go by (`AnswerReading`: usage, stop, served model,
-with `wire.answer_end`, the providers' own reading). OpenAI's is one JSON completion or an SSE stream;
-Ollama's is one JSON object or NDJSON lines, the last with `done`. Bodies are untrusted: what does not
-parse is no document (the watch then has nothing to judge), never an exception. A live stream keeps
+The answer comes back from one call into `wire.answer_docs`: its lines with the documents they hold,
+its end (usage, stop, served model) read on the way by the providers' own reading. A live stream keeps
 its end's reading, never its lines; a held one holds its lines, within `serve_answer_bytes` whatever
 max_tokens the client asked.
 """
@@ -29,16 +27,16 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
-from aforo.errors import LimitExceeded, ServerLimitExceeded
+from aforo.errors import ServerLimitExceeded
 from aforo.events import EventSink, Warning
 from aforo.gateway.decisions import Gateway, Outcome, Ticket
 from aforo.gateway.inbound import Api, Inbound
 from aforo.gateway.upstream import UpstreamClient
 from aforo.gateway.upstream_call import Way
 from aforo.limits import ANSWER_TIMEOUT, SERVE_ANSWER_BYTES
-from aforo.messages import MessageEnd
-from aforo.wire.answer_end import OllamaEnd, OpenAIEnd
-from aforo.wire.bounded import AnswerBudget, SseEvents, async_lines, server_json
+from aforo.wire.answer_docs import answer_lines, held_answer
+from aforo.wire.answer_end import AnswerReading
+from aforo.wire.bounded import AnswerBudget
 from aforo.wire.overflow_wordings import map_overflow
 
 USED, WINDOW, VERDICT, COMPACTED = (
@@ -53,55 +51,6 @@ OLLAMA_OVERFLOW = "the input length exceeds the context length"
 # with it mini-swe-agent and aider) read the body's `code` only through it.
 OPENAI_OVERFLOW = "This model's maximum context length is exceeded"
 T = TypeVar("T")
-
-
-class AnswerReading:
-    """One answer in the dialect upstream answers in, fed a line at a time (or its body whole)."""
-
-    def __init__(self, api: Api) -> None:
-        self._ending = OpenAIEnd() if api == "openai" else OllamaEnd()
-        self._events = SseEvents() if api == "openai" else None
-        self._done = False  # OpenAI's `[DONE]` passed
-
-    def line(self, line: str) -> list[Any]:
-        """The documents this line of a stream completes (an SSE event's data, or an NDJSON line)."""
-        if self._events is None:
-            return self._docs(line)
-        if line.startswith("data:") and line[5:].strip() == "[DONE]":
-            self._done = True
-        data = self._events.feed(line)
-        return [] if data is None or data.strip() == "[DONE]" else self._docs(data)
-
-    def whole(self, text: str) -> list[Any]:
-        """The document of an answer that came whole (OpenAI's completion)."""
-        doc = _doc(text)
-        if isinstance(doc, dict):
-            self._ending.feed(doc)
-        return [doc]
-
-    @property
-    def finished(self) -> bool:
-        """Whether the answer's last line went by: OpenAI's `[DONE]`, Ollama's `done` line."""
-        return self._done if isinstance(self._ending, OpenAIEnd) else self._ending.done
-
-    def end(self) -> MessageEnd:
-        """What the answer says it read and wrote."""
-        return self._ending.end()
-
-    def _docs(self, text: str) -> list[Any]:
-        if not text.strip():
-            return []
-        doc = _doc(text)
-        if isinstance(doc, dict):
-            self._ending.feed(doc)
-        return [doc]
-
-
-def _doc(text: str) -> Any:
-    try:
-        return server_json(text, "the server's answer")  # a count past int64 stays digits: refused
-    except (ValueError, LimitExceeded):
-        return None
 
 
 class UpstreamLeg:
@@ -133,18 +82,17 @@ class UpstreamLeg:
         before the client sees any of it."""
         inbound = ticket.inbound
         reading = AnswerReading(way.api)
+        # Ollama's answer is one JSON line, or lines when it streams anyway: read line by line.
+        whole = not inbound.streams and way.api == "openai"
         try:
-            lines = await until_gone(request, partial(_read_lines, resp, _budget(ticket, way.url)))
+            lines, docs = await until_gone(
+                request, partial(held_answer, resp, _budget(ticket, way.url), reading, whole=whole)
+            )
         except (ServerLimitExceeded, httpx.TransportError) as exc:
             self.gateway.finish(ticket, "failed", None)
             return JSONResponse(error_body(inbound.api, str(exc), "server_error"), 502)
         finally:
             await resp.aclose()
-        # Ollama's answer is one JSON line, or lines when it streams anyway: read line by line.
-        if not inbound.streams and way.api == "openai":
-            docs = reading.whole("\n".join(lines))
-        else:
-            docs = [doc for line in lines for doc in reading.line(line)]
         end = reading.end()
         seen = await run_in_threadpool(self.gateway.observe, ticket, end)
         if seen.truncated:
@@ -168,8 +116,8 @@ class UpstreamLeg:
         ended = gone = delivered = False  # delivered: the client has the last line
         try:
             try:
-                async for line in async_lines(resp, _budget(ticket, way.url)):
-                    for out in shown(way, [line], reading.line(line)):
+                async for line, docs in answer_lines(resp, _budget(ticket, way.url), reading):
+                    for out in shown(way, [line], docs):
                         yield (out + "\n").encode()
                     delivered = reading.finished
                 ended = True
@@ -249,10 +197,6 @@ def _budget(ticket: Ticket, url: str) -> AnswerBudget:
     client's number costs the client nothing), and `answer_timeout` seconds."""
     asked = ticket.inbound.request.max_tokens
     return AnswerBudget(url, asked, float(ANSWER_TIMEOUT.value), cap=SERVE_ANSWER_BYTES)
-
-
-async def _read_lines(resp: httpx.Response, budget: AnswerBudget) -> list[str]:
-    return [line async for line in async_lines(resp, budget)]
 
 
 def verdict_headers(used: int, window: int, outcome: Outcome) -> dict[str, str]:

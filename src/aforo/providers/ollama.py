@@ -32,11 +32,13 @@ from aforo.messages import (
     StreamToolCall,
     ToolUse,
 )
+from aforo.safejson import server_json
 from aforo.wire.answer_end import OllamaEnd
 from aforo.wire.body import JSON_HEADERS, encode_body
-from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, lines, read_body, server_json
+from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, read_body
 from aforo.wire.chat import Dialect, chat_messages
 from aforo.wire.http import answer_failure, get_json_quiet, normalize_base_url, status_error
+from aforo.wire.lines import lines
 from aforo.wire.openai_chat import tools_to_openai
 
 # The first release whose /api/chat accepts "truncate": false (older ones would truncate anyway).

@@ -29,10 +29,12 @@ from aforo.messages import (
     StreamToolCall,
 )
 from aforo.providers.retry import retrying
+from aforo.safejson import server_json
 from aforo.wire.answer_end import OpenAIEnd
 from aforo.wire.body import JSON_HEADERS, encode_body
-from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, lines, read_body, server_json, sse_data
+from aforo.wire.bounded import DEFAULT_DEADLINES, Deadlines, read_body
 from aforo.wire.http import answer_failure, status_error
+from aforo.wire.lines import lines, sse_data
 from aforo.wire.openai_chat import chat_body
 
 SSE_HEADERS = {"Accept": "text/event-stream", "Cache-Control": "no-store"}

@@ -5,13 +5,20 @@ OpenAI's end is spread over chunks (the finish reason in one, the usage in anoth
 `stream_options.include_usage`, or both in one whole completion); Ollama's is its `done` line, with
 `prompt_eval_count` and `eval_count` (omitted when 0). A report with a count no server can mean is
 refused whole (`wire.usage`): the answer is kept, its usage is not.
+
+The gateway, which relays the answer's lines as they are, reads its end from them (`AnswerReading`):
+an SSE event's data or an NDJSON line, or a body that came whole. Its bodies are untrusted: what does
+not parse is no document (the reading then has nothing to judge), never an exception.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from aforo.errors import LimitExceeded
 from aforo.messages import MessageEnd, StopReason, Usage
+from aforo.safejson import server_json
+from aforo.wire.lines import SseEvents
 from aforo.wire.usage import UsageReader
 
 FINISH_REASONS: dict[str, StopReason] = {
@@ -103,3 +110,52 @@ class OllamaEnd:
         )
         timings = {k: last[k] for k in _OLLAMA_TIMINGS if isinstance(last.get(k), int)}
         return MessageEnd(Usage() if read.refused else usage, reason, timings, self._served, read.refused)
+
+
+class AnswerReading:
+    """One answer in the dialect upstream answers in, fed a line at a time (or its body whole)."""
+
+    def __init__(self, api: str) -> None:  # "openai", or one of Ollama's native APIs
+        self._ending = OpenAIEnd() if api == "openai" else OllamaEnd()
+        self._events = SseEvents() if api == "openai" else None
+        self._done = False  # OpenAI's `[DONE]` passed
+
+    def line(self, line: str) -> list[Any]:
+        """The documents this line of a stream completes (an SSE event's data, or an NDJSON line)."""
+        if self._events is None:
+            return self._docs(line)
+        if line.startswith("data:") and line[5:].strip() == "[DONE]":
+            self._done = True
+        data = self._events.feed(line)
+        return [] if data is None or data.strip() == "[DONE]" else self._docs(data)
+
+    def whole(self, text: str) -> list[Any]:
+        """The document of an answer that came whole (OpenAI's completion)."""
+        doc = _doc(text)
+        if isinstance(doc, dict):
+            self._ending.feed(doc)
+        return [doc]
+
+    @property
+    def finished(self) -> bool:
+        """Whether the answer's last line went by: OpenAI's `[DONE]`, Ollama's `done` line."""
+        return self._done if isinstance(self._ending, OpenAIEnd) else self._ending.done
+
+    def end(self) -> MessageEnd:
+        """What the answer says it read and wrote."""
+        return self._ending.end()
+
+    def _docs(self, text: str) -> list[Any]:
+        if not text.strip():
+            return []
+        doc = _doc(text)
+        if isinstance(doc, dict):
+            self._ending.feed(doc)
+        return [doc]
+
+
+def _doc(text: str) -> Any:
+    try:
+        return server_json(text, "the server's answer")  # a count past int64 stays digits: refused
+    except (ValueError, LimitExceeded):
+        return None

@@ -4,7 +4,7 @@ httpx reads a streamed line, or a body, whole before handing it over, however lo
 newline, or a small gzip body that inflates to gigabytes, fills memory. Here bytes come from our own
 streaming decode (`inflate.decoded`: every Content-Encoding layer counted as it inflates, in small
 steps) and are counted as they arrive: one answer has a byte budget and a deadline (`AnswerBudget`),
-one line a byte limit (`lines`), a body read whole a byte limit (`read_body`). Going past one raises
+a body read whole a byte limit (`read_body`); one line has its own (`wire.lines`). Going past one raises
 `ServerLimitExceeded` naming it, which the agent reports like any failed request: a clear message,
 never a traceback.
 """
@@ -13,20 +13,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import httpx
 
-from aforo import safejson
 from aforo.errors import ServerLimitExceeded
 from aforo.limits import (
     ANSWER_BYTES,
     ANSWER_TIMEOUT,
-    JSON_DEPTH,
     READ_TIMEOUT,
     RESPONSE_BYTES,
-    STREAM_LINE_BYTES,
     Limit,
     answer_bytes,
 )
@@ -112,105 +108,6 @@ class AnswerBudget:
         return decoded(response, self.url, self.spend)
 
 
-def lines(chunks: Iterable[bytes], url: str, limit: Limit | None = None) -> Iterator[str]:
-    """The lines of a byte stream (`Lines`), for a body read in order."""
-    split = Lines(url, limit)
-    for chunk in chunks:
-        yield from split.feed(chunk)
-    yield from split.close()
-
-
-class Lines:
-    """A byte stream cut into lines (`\\n` or `\\r\\n`), decoded as UTF-8, each at most `limit` bytes;
-    fed as the bytes arrive, so a sync body and an async one are read by the same rules.
-
-    A run of blank lines comes out as one: it means no more than one, in SSE (an event ends) as in
-    NDJSON (nothing), and a stream of newlines then costs no more than its bytes. A last line without
-    a newline comes out at `close` too: a caller that needs the newline (SSE) knows it."""
-
-    def __init__(self, url: str, limit: Limit | None = None) -> None:
-        self._limit = limit or STREAM_LINE_BYTES  # `stream_line_bytes` unless told
-        self._url, self._most = url, int(self._limit.value)
-        self._pending = bytearray()  # the start of a line whose newline has not come yet
-        self._blank = False
-
-    def feed(self, chunk: bytes) -> list[str]:
-        parts = chunk.split(b"\n")
-        self._pending += parts[0]
-        self._check(len(self._pending))
-        if len(parts) == 1:
-            return []
-        out: list[str] = []
-        # Complete lines: what was pending, then every part but the last, which starts the next line.
-        for line in (bytes(self._pending), *parts[1:-1]):
-            line = line.removesuffix(b"\r")
-            if not line:
-                if not self._blank:
-                    self._blank = True
-                    out.append("")
-                continue
-            self._check(len(line))
-            self._blank = False
-            out.append(line.decode("utf-8", "replace"))
-        self._pending = bytearray(parts[-1])
-        self._check(len(self._pending))
-        return out
-
-    def close(self) -> list[str]:
-        last = self._pending.removesuffix(b"\r")
-        return [last.decode("utf-8", "replace")] if last or (self._pending and not self._blank) else []
-
-    def _check(self, size: int) -> None:
-        if size > self._most:
-            raise ServerLimitExceeded(
-                self._limit, f"{self._url} sent a line of more than {self._most:,} bytes without a newline"
-            )
-
-
-async def async_lines(response: httpx.Response, budget: AnswerBudget) -> AsyncIterator[str]:
-    """The lines of a streamed `response` read by an async client, by `lines`' rules: every decoding
-    layer counted against `budget`, each line within `stream_line_bytes`."""
-    split = Lines(budget.url)
-    async for piece in decoded_async(response, budget.url, budget.spend):
-        for line in split.feed(piece):
-            yield line
-    for line in split.close():
-        yield line
-
-
-def sse_data(lines: Iterable[str]) -> Iterator[str]:
-    """The `data` of each event of a server-sent event stream (`SseEvents`), for lines read in order."""
-    events = SseEvents()
-    for line in lines:
-        data = events.feed(line)
-        if data is not None:
-            yield data
-
-
-class SseEvents:
-    """The `data` of each event of a server-sent event stream, its lines joined by `\\n`, fed a line at
-    a time.
-
-    The field rules of the SSE spec (html.spec.whatwg.org, "event stream interpretation"), written here
-    because httpx-sse parses only from a response it reads itself, line by unbounded line. Other fields
-    (event, id, retry) say nothing a chat stream needs; an event without the blank line that ends it is
-    dropped, as the spec says.
-    """
-
-    def __init__(self) -> None:
-        self._data: list[str] = []
-
-    def feed(self, line: str) -> str | None:
-        """The event's data when `line` ends one, else None."""
-        if not line:
-            data, self._data = self._data, []
-            return "\n".join(data) if data else None
-        name, _, value = line.partition(":")
-        if name == "data":
-            self._data.append(value.removeprefix(" "))
-        return None
-
-
 def read_body(
     response: httpx.Response, url: str, *, budget: AnswerBudget | None = None, limit: Limit = RESPONSE_BYTES
 ) -> str:
@@ -237,9 +134,3 @@ class _Spent:
         most = int(self._limit.value)
         if self._size > most:
             raise ServerLimitExceeded(self._limit, f"the answer from {self._url} went past {most:,} bytes")
-
-
-def server_json(text: str, what: str) -> Any:
-    """JSON a server sent, parsed within the `json_depth` limit; ValueError when it is not JSON. An
-    integer past `json_integer` is read as its digits (a str), which no count takes (`usage_count`)."""
-    return safejson.loads(text, what, JSON_DEPTH, ServerLimitExceeded, large_as_text=True)

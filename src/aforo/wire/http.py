@@ -27,7 +27,7 @@ from aforo.errors import (
 from aforo.limits import READ_TIMEOUT, RETRY_AFTER
 from aforo.wire import statuses
 from aforo.wire.body import JSON_HEADERS, encode_body
-from aforo.wire.bounded import AnswerBudget, read_body, server_json
+from aforo.wire.bounded import AnswerBudget, read_body
 from aforo.wire.overflow_wordings import map_overflow
 
 START_A_SERVER = (
@@ -138,7 +138,7 @@ def get_json_quiet(client: httpx.Client, url: str, timeout: float = DISCOVERY_TI
         with client.stream("GET", url, timeout=timeout) as response:
             if response.status_code >= 300:
                 return None
-            return server_json(read_body(response, url), f"the answer of {url}")
+            return safejson.server_json(read_body(response, url), f"the answer of {url}")
     except (httpx.HTTPError, ValueError, LimitExceeded, ProtocolError):
         return None
 
@@ -159,6 +159,6 @@ def post_json(
     if status >= 300:
         raise status_error(status, text, url=url, model=model, headers=headers)
     try:
-        return server_json(text, f"the answer of {url}")
+        return safejson.server_json(text, f"the answer of {url}")
     except ValueError as exc:
         raise ProtocolError(f"{url} answered with a body that is not JSON: {text[:200]!r}") from exc
