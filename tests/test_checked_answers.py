@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from aforo.loop.cited import Checker
 from dialects.openai_app import Reply, make_openai_app
 from dialects.servers_apps import chat_tokens
 from support.cli import run_cli
@@ -222,3 +223,22 @@ def test_an_answer_cut_at_the_output_limit_has_its_citations_marked_without_a_co
     assert (result["ending"], result["answer"]) == ("max_tokens", cut)
     assert [(c["text"], c["held"]) for c in result["citations"]] == [("alpha.py at line 90", False)]
     assert len(bodies) == 1
+
+
+def test_the_fact_for_a_definition_elsewhere_names_the_code_before_the_type_stubs(tmp_path: Path) -> None:
+    # attrs: "Factory is defined in _make.py and __init__.py" (it only imports it) was told "`Factory` is
+    # defined in `src/attr/__init__.pyi` at line 82, … (and 4 more)": the stubs' lines sort first by
+    # path, and the model is asked to correct its answer from them.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg/__init__.pyi").write_text("class Factory: ...\nclass Factory: ...\n" * 2)
+    (tmp_path / "pkg/__init__.py").write_text("from pkg._make import Factory\n")
+    (tmp_path / "pkg/_make.py").write_text("import os\n\n\nclass Factory:\n    pass\n")
+    said = "The Factory class is defined in pkg/_make.py and pkg/__init__.py."
+    verdicts = Checker(tmp_path)(said)
+    assert [(v.citation.path, v.held) for v in verdicts] == [
+        ("pkg/_make.py", True),
+        ("pkg/__init__.py", False),
+    ]
+    assert verdicts[1].fact.startswith(
+        "`pkg/__init__.py` defines no `Factory`; `Factory` is defined in `pkg/_make.py` at line 4, "
+    )

@@ -20,6 +20,7 @@ from aforo.limits import CITATION_SECONDS, CITATIONS, READ_BYTES
 from aforo.protocols import ToolContext
 from aforo.tools.names import show
 from aforo.tools.ripgrep import list_files
+from aforo.tools.roles import is_declaration_file
 from aforo.tools.symbol_cache import SymbolCache
 from aforo.tools.symbols import cache_for, find_definitions
 from aforo.tools.workspace import open_regular, resolve
@@ -73,7 +74,10 @@ class Checker:
                 sites = find_definitions(symbols, name, ctx).items
             except (ToolError, LimitExceeded):  # out of time or memory: the names left are not judged
                 break
-            found[name] = [Definition(show(s.path), s.line, s.start) for s in sites]
+            # The code before its type stubs: the fact a wrong citation is sent back with names the first
+            # few (attrs' `Factory`: five `__init__.pyi` lines sorted before `_make.py`'s class).
+            ordered = sorted(sites, key=lambda s: is_declaration_file(s.path))
+            found[name] = [Definition(show(s.path), s.line, s.start) for s in ordered]
         return found
 
 
