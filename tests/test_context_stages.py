@@ -390,3 +390,11 @@ def test_results_the_summary_request_left_out_are_named_in_the_compacted_message
     # A read the summary never saw may be run again in the same question; one it saw may not.
     known = summarised([Message.user(text)], frozenset())
     assert not set(left_out) & known.keys() and f"Read f{len(left_out)}_0.py" in known
+
+
+def test_a_request_typed_again_is_the_newest_and_the_goal_stays_first() -> None:
+    """Found by the property above: a request typed again kept its first place, so the compaction's
+    newest few left it out while the kept tail still held it."""
+    asked = ["goal", "b", "c", "b", "goal"]
+    messages = [m for text in asked for m in (Message.user(text), Message.assistant("ok"))]
+    assert build_ledger(messages).requests == ("goal", "c", "b")

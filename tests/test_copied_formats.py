@@ -54,6 +54,18 @@ def test_the_pre_search_block_its_heading_and_each_of_its_places_are_copies(ws: 
     assert copied_format(named, specs(ws)) == "the heading of what aforo found"
 
 
+def test_one_bare_place_answers_a_question_of_where(ws: Path) -> None:
+    """colorama, held out, after two compactions: "In which file did you find deinit?" ->
+    `initialise.py:65` (right), twice, and the question ended `empty_answer`."""
+    asked = "In which file did you find deinit?"
+    assert copied_format("initialise.py:65", specs(ws), asked) == ""
+    assert copied_format("`pkg/core.py:1`.", specs(ws), "Where is group defined?") == ""
+    # Not an answer to a question of anything else, nor two places, nor a place with aforo's label.
+    assert copied_format("initialise.py:65", specs(ws), "What does deinit do?") == "a list of places"
+    assert copied_format("a.py:1\nb.py:2", specs(ws), asked) == "a list of places"
+    assert copied_format("pkg/core.py:1 imports group", specs(ws), asked) == "a list of places"
+
+
 @pytest.mark.parametrize(
     ("tool", "args", "kind"),
     [

@@ -178,6 +178,11 @@ def test_a_decision_is_kept_as_one_not_also_as_a_rule() -> None:
     assert trail.rules == ("Always give the file name.",)
     assert trail.decisions == (Decision("We decided to use naturaldelta", "users only need a rough one"),)
     assert build_ledger([Message.user(said)]).hard == ("Always give the file name.",)
+    # A rule said without must, never, only or always (colorama, held out).
+    assert Trail().absorb(Message.user("Learn colorama. Keep every answer under fifty words.")).rules == (
+        "Keep every answer under fifty words.",
+    )
+    assert Trail().absorb(Message.user("We keep notes. Use at least two.")).rules == ("Use at least two.",)
 
 
 def test_the_trail_clips_a_decision_and_its_why_to_one_item() -> None:

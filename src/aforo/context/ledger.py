@@ -202,8 +202,13 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
     for message in messages:
         if message.role == "user":
             for req in requests_in(message):
-                if req not in requests:
-                    requests.append(req)
+                # A request typed again is the newest: it moves to the end (the compaction re-attaches
+                # the newest few), except the goal, which stays first.
+                if requests and req == requests[0]:
+                    continue
+                if req in requests:
+                    requests.remove(req)
+                requests.append(req)
             if is_compacted(message):
                 sections = summary_sections(message)
                 facts.update(_evidence_facts(message.text))

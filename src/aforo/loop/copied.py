@@ -24,6 +24,9 @@ from aforo.messages import ToolSpec
 _PLACE = re.compile(
     rf"`?{PATH}:\d+(?:[-–]\d+)?`?(?:(?::|\t|\s+-\s).*|(?:\s+in\s+[\w.`]+)?(?:\s+[a-z]+\s+[\w.`]+)?\s*[.,;]?)",
 )
+# One place and nothing else, and a question that asks where a thing is.
+_BARE_PLACE = re.compile(rf"`?{PATH}(?::\d+(?:[-–]\d+)?)?`?\.?")
+_WHERE = re.compile(r"\b(?:where|which (?:file|module|folder))\b", re.I)
 # Read's numbered lines (`12\tcode`), and its heading: `path: 392 lines`, `path: lines 1-40 of 392`.
 _NUMBERED = re.compile(r"\d+\t.*")
 _READ_HEADING = re.compile(rf"\(?`?{PATH}`?: (?:at least )?(?:\d+ lines?|lines \d+-\d+ of)\b.*")
@@ -39,13 +42,17 @@ _HEADINGS = re.compile(
 )
 
 
-def copied_format(text: str, tools: Sequence[ToolSpec]) -> str:
+def copied_format(text: str, tools: Sequence[ToolSpec], question: str = "") -> str:
     """What format of aforo's `text` is made of ("" when it has words of its own): each of its lines
-    has the shape of one of them."""
+    has the shape of one of them. One bare place (`initialise.py:65`) is the answer to a `question`
+    that asks where: asked "In which file did you find deinit?", the 1.5B answered it, right, was
+    asked again in words, answered it again, and the question ended with no answer."""
     # A list's markers are the model's; a numbered line's tab is the format's own.
     lines = [re.sub(r"^[\s*•>-]+", "", line).rstrip(" \r") for line in text.splitlines()]
     lines = [line for line in lines if line.strip() and not line.startswith("```")]
     if not lines:
+        return ""
+    if len(lines) == 1 and _WHERE.search(question) and _BARE_PLACE.fullmatch(lines[0]):
         return ""
     kinds = [_kind(line, tools) for line in lines]
     if not all(kinds):

@@ -88,7 +88,7 @@ def act_on(
     if not uses and read.reply.end.stop_reason == "end_turn":
         if says_nothing(read.text, tools.specs):
             return Batch(said_nothing=True)
-        if copied := copied_format(read.text, tools.specs):
+        if copied := copied_format(read.text, tools.specs, question):
             return Batch(said_nothing=True, copied=copied)
     seen = seen_calls(conversation.messages)
     if uses and (answer_only or {_key(u) for u in uses} <= seen):
