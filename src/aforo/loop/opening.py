@@ -90,10 +90,10 @@ def open_run(
     guide: Guide | None,
     emit: EventSink,
     *,
-    defined: Defined | None = None,
     prompt: str,
     question: str,
     attached: Sequence[Message],
+    defined: Defined | None = None,
 ) -> Opened:
     """Append the prompt, the `attached` messages and what the guide found (its call and result) to the
     conversation; return the system prompt to send from now on (the guide's map in it, and the
