@@ -27,9 +27,10 @@ test-fast: install
 # of what a user meets first (tests/real/test_real_defaults.py, test_real_engine.py) run `aforo --local`
 # as a user does, on the engine's default model (the 1.5B).
 REAL_TEST_MODEL = qwen2.5-coder-0.5b-instruct
+# Under the same lock as bench-real and canary: two llama-servers on 2 cores slow both about tenfold.
 test-real: install
-	$(BIN)/python scripts/real-model run --reproducible --allow-unavailable --model $(REAL_TEST_MODEL) -- \
-		$(BIN)/pytest -q -m real
+	flock /tmp/aforo-real.lock $(BIN)/python scripts/real-model run --reproducible --allow-unavailable \
+		--model $(REAL_TEST_MODEL) -- $(BIN)/pytest -q -m real
 
 lint: install
 	$(BIN)/ruff check src tests bench examples scripts
