@@ -139,9 +139,6 @@ RUN_SECONDS = limit(
     "wall time of one question before the model is asked to answer from what it has",
     setting="--time-budget SECONDS or time_budget in the config file",
 )
-# Past the time budget the model is asked for its answer; that answer has this share of the budget more,
-# and a stream still going then is stopped, kept as far as it got: a question takes at most 1.2 x the
-# budget (two runs went 55 s past 150 s: a call started before it streamed on, then the answer's).
 # A compaction's summary before a question's call may take this share of the question's time; past it the
 # conversation is compacted with aforo's record alone (its requests, decisions and evidence, kept
 # verbatim). Stopped at the question's end instead, a summary on a loaded 2-core machine (2 600 tokens
@@ -154,6 +151,9 @@ SUMMARY_TIME_SHARE = limit(
     "a compaction's summary within a question; past it aforo's own record stands in for the summary",
     setting="--time-budget (it scales with it)",
 )
+# Past the time budget the model is asked for its answer; that answer has this share of the budget more,
+# and a stream still going then is stopped, kept as far as it got: a question takes at most 1.2 x the
+# budget (two runs went 55 s past 150 s: a call started before it streamed on, then the answer's).
 LATE_ANSWER_SHARE = limit(
     "late_answer_share",
     0.2,

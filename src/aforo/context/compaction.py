@@ -183,15 +183,18 @@ def _summarize(room: Room, summary_req: Request, summary_count: Count, checkpoin
             "replaces (the summary and what is kept verbatim outweigh what was summarized), so it was not "
             "applied; the conversation was left as it was"
         )
-    causes = [] if summary else ["the model's summary said nothing and was left out"]
     if reply is None:  # no summary to miss or leave out anything: the record is all there is
         causes = [WITHOUT_SUMMARY]
-    if cut:
-        causes.append(f"the summary was cut at its output limit ({summary_req.max_tokens} tokens) and kept")
-    if left_out and reply is not None:
-        causes.append(f"{len(left_out)} results left out of the summary request are named")
-    if missing and reply is not None:
-        causes.append(f"re-attached verbatim {len(missing)} ledger items the summary missed")
+    else:
+        causes = [] if summary else ["the model's summary said nothing and was left out"]
+        if cut:
+            causes.append(
+                f"the summary was cut at its output limit ({summary_req.max_tokens} tokens) and kept"
+            )
+        if left_out:
+            causes.append(f"{len(left_out)} results left out of the summary request are named")
+        if missing:
+            causes.append(f"re-attached verbatim {len(missing)} ledger items the summary missed")
     return Outcome(
         messages=tuple(compacted),
         after=after,
