@@ -111,7 +111,8 @@ def test_an_answer_whose_citations_hold_is_not_sent_back(tmp_path: Path) -> None
         run = run_cli("-w", str(workspace(tmp_path)), "--base-url", server.url, "-m", "m", "--json", "what?")
     assert run.code == 0, run.err
     assert len(chats(bodies)) == 1
-    assert [c["held"] for c in run.events()[-1]["citations"]] == [True]
+    # The place, and "alpha.py defines f0" checked as a definition: both hold.
+    assert [c["held"] for c in run.events()[-1]["citations"]] == [True, True]
 
 
 def counts_then_corrects(body: dict[str, Any]) -> dict[str, Any]:

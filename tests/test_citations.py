@@ -197,6 +197,20 @@ def test_a_definition_said_with_its_file_first_is_checked_as_one() -> None:
     assert [c.name for c in find("In `main.py`, it is defined.", 8)] == [None]
 
 
+def test_a_file_that_defines_a_name_is_checked_as_a_definition() -> None:
+    # A new user on more-itertools, after one correction: "The file `more_itertools/recipes.py` defines
+    # the `split_after` and `split_at` functions" (more.py does); only the file was checked.
+    assert verdicts("The file `__init__.py` defines the `find_dotenv` function.") == [
+        (
+            "__init__.py defines the find_dotenv function",
+            False,
+            "`__init__.py` defines no `find_dotenv`; `find_dotenv` is defined in `main.py` at line 275",
+        )
+    ]
+    assert verdicts("`main.py` defines `find_dotenv` at line 275.")[0][1:] == (True, "")
+    assert verdicts("main.py defines a find_dotenv function, on line 12")[0][1] is False
+
+
 def test_a_file_s_line_count_the_answer_states_is_judged_against_the_file() -> None:
     # The 1.5B on attrs: "The file `src/attr/_funcs.py` has 73 lines." (it has 522).
     assert verdicts("The file `src/pkg/_next_gen.py` has 73 lines.") == [
