@@ -434,3 +434,24 @@ def test_a_plain_word_is_looked_up_only_when_the_question_asks_where(tmp_path: P
     )
     assert found.defined("What rule did I give you?") == ()
     assert found.defined("What did you say `rule` returns?") == ("`rule` is defined in rules.py at line 1.",)
+
+
+def test_a_rule_or_a_decision_is_no_thing_to_search_for(tmp_path: Path) -> None:
+    """A new user on more-itertools: "… Always name the file you found something in." was searched for
+    `Always` and `found`; "We decided to use chunked rather than grouper, …" for the callers of
+    `chunked` (its "use"), and the 1.5B listed them instead of taking the decision."""
+    make_files(tmp_path, 2, 400)
+    seen: list[Request] = []
+
+    def respond(request: Request) -> FakeTurn:
+        seen.append(request)
+        return FakeTurn("Noted.")
+
+    agent, _, _ = make_agent(tmp_path, FakeProvider(respond))
+    agent.guide = Navigator(tmp_path, 4096, cache=False).guide
+    agent.run("What does f_0_2 return? Always name the file you found something in.")
+    (found,) = seen[-1].messages[-1].tool_results
+    assert "`f_0_2`" in found.content and "`Always`" not in found.content and "`found`" not in found.content
+    agent.run("We decided to use f_1_1 rather than f_1_2, because it is shorter.")
+    assert seen[-1].answer_only and not seen[-1].messages[-1].tool_results  # no search, no tool
+    assert agent.governor.conversation.trail.decisions[-1].decision.startswith("We decided to use f_1_1")

@@ -58,6 +58,18 @@ def constraints_of(text: str) -> tuple[list[str], list[str]]:
     return hard, soft
 
 
+def asked_part(text: str) -> str:
+    """`text` without the sentences that set a rule or take a decision: what it asks for. A new user's
+    "… Always name the file you found something in." was searched for `Always` and `found`, and "We
+    decided to use chunked rather than grouper, …" for the callers of `chunked` (its "use")."""
+    kept = [
+        sentence.strip()
+        for sentence in _SENTENCE.split(text)
+        if sentence.strip() and not (_DECIDES.search(sentence) or any(constraints_of(sentence)))
+    ]
+    return " ".join(kept)
+
+
 def decisions_in(text: str) -> list[Decision]:
     """The decisions `text` states, each with the why it gives ("drop X because Y"), as written."""
     found = []

@@ -23,6 +23,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from aforo.context.conversation import Conversation
+from aforo.context.statements import asked_part
 from aforo.context.trail import Trail, asks_about_session, clip, recall_only
 from aforo.context.trail_view import block
 from aforo.events import EventSink
@@ -109,11 +110,14 @@ def open_run(
     since, record = len(conversation.messages), block(conversation.trail, said) if only else ""
     recalled = not only and about_session(conversation, question)
     system = (*kept, SystemPart(block(conversation.trail), TRAIL_PART)) if recalled else kept
-    answer_only = False
+    # A request that only states a rule or a decision asks for nothing to be found: it is answered (an
+    # acknowledgement) without a search or a tool.
+    asked = asked_part(question)
+    answer_only = not asked
     # The answer to a question only about the session is in its trail: nothing is searched for it.
-    if guide is not None and not only:
+    if guide is not None and not only and asked:
         taken = {u.id for m in (*conversation.messages, *attached) for u in m.tool_uses}
-        looked_for = searched_for(question, conversation.trail)
+        looked_for = searched_for(asked, conversation.trail)
         guided = guide(looked_for, system, taken, not conversation.messages)
         system, attached, answer_only = guided.system, (*attached, *guided.messages), guided.answer_only
         for event in guided.events:
