@@ -22,6 +22,7 @@ from aforo.context.trail import Trail, first_sentence, recall_only
 from aforo.context.trail_view import BLOCK_HEADER, DEFINED_HEADER, NO_READS, block
 from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_ITEM_CHARS, TRAIL_SOURCES
 from aforo.loop.after_answer import correction, in_words
+from aforo.loop.agent import Agent
 from aforo.loop.opening import TRAIL_PART
 from aforo.messages import Message, Request, ToolResult, ToolUse
 from aforo.navigate.guide import Navigator
@@ -244,19 +245,26 @@ def test_after_compactions_a_session_question_gets_the_exact_record_and_no_tool(
     assert [e.source for e in facts.evidence][:4] == [f"Read {f}" for f in files]
 
 
+def guided_agent(workspace: Path, answer: str) -> tuple[Agent, list[Request]]:
+    """An agent with the pre-search on `workspace` whose model always answers `answer`, and the
+    requests it is sent."""
+    seen: list[Request] = []
+
+    def respond(request: Request) -> FakeTurn:
+        seen.append(request)
+        return FakeTurn(answer)
+
+    agent, _, _ = make_agent(workspace, FakeProvider(respond))
+    agent.guide = Navigator(workspace, 4096, cache=False).guide
+    return agent, seen
+
+
 def test_a_follow_up_that_points_back_is_searched_for_with_the_request_before_it(tmp_path: Path) -> None:
     """On click, "How many lines does that file have?" after "Read decorators.py: which function…"
     named nothing the pre-search could find, and the 1.5B named a file that does not exist."""
     files = make_files(tmp_path, 3, 1200)
     lines = len((tmp_path / files[1]).read_text().splitlines())
-    seen: list[Request] = []
-
-    def respond(request: Request) -> FakeTurn:
-        seen.append(request)
-        return FakeTurn("It is all there.")
-
-    agent, _, _ = make_agent(tmp_path, FakeProvider(respond))
-    agent.guide = Navigator(tmp_path, 4096, cache=False).guide
+    agent, seen = guided_agent(tmp_path, "It is all there.")
     agent.run(f"Read {files[1]}: what does f_1_3 return?")
     agent.run("How many lines does that file have?")
     found = seen[-1].messages[-1].tool_results
@@ -441,14 +449,7 @@ def test_a_rule_or_a_decision_is_no_thing_to_search_for(tmp_path: Path) -> None:
     `Always` and `found`; "We decided to use chunked rather than grouper, …" for the callers of
     `chunked` (its "use"), and the 1.5B listed them instead of taking the decision."""
     make_files(tmp_path, 2, 400)
-    seen: list[Request] = []
-
-    def respond(request: Request) -> FakeTurn:
-        seen.append(request)
-        return FakeTurn("Noted.")
-
-    agent, _, _ = make_agent(tmp_path, FakeProvider(respond))
-    agent.guide = Navigator(tmp_path, 4096, cache=False).guide
+    agent, seen = guided_agent(tmp_path, "Noted.")
     agent.run("What does f_0_2 return? Always name the file you found something in.")
     (found,) = seen[-1].messages[-1].tool_results
     assert "`f_0_2`" in found.content and "`Always`" not in found.content and "`found`" not in found.content
