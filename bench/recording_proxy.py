@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from aforo.context.summary_request import SUMMARY_SYSTEM
+from aforo.context.summary_request import SUMMARY_ASK, SUMMARY_SYSTEM
 
 # Hop-by-hop headers, and the framing this proxy redoes itself (it streams and closes).
 _DROP = {"connection", "keep-alive", "transfer-encoding", "content-length", "content-encoding"}
@@ -42,7 +42,10 @@ def kind_of(body: dict[str, Any]) -> str:
         return "verify"
     messages = body.get("messages") or []
     first = messages[0] if messages and isinstance(messages[0], dict) else {}
+    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
     if first.get("role") == "system" and str(first.get("content", "")).startswith(_SUMMARY_START):
+        return "summary"
+    if SUMMARY_ASK in str(last.get("content", "")):  # asked as one more turn of the conversation
         return "summary"
     return "chat"
 

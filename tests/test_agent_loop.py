@@ -10,7 +10,7 @@ import pytest
 from aforo.errors import ConnectError, ContextOverflowError
 from aforo.messages import Message, MessageEnd, Request, TextBlock, ToolResult, Usage
 from aforo.providers.fake import FakeProvider, FakeTurn, Truncate
-from support.scenario import make_agent, make_files
+from support.scenario import is_summary_request, make_agent, make_files
 
 
 def well_formed(messages: list[Message]) -> None:
@@ -186,7 +186,7 @@ def test_loud_overflow_adopts_window_compacts_once_and_retries_once(tmp_path: Pa
 
     def respond(req: Request) -> FakeTurn:
         calls.append(len(req.messages))
-        if any(p.name == "compaction" for p in req.system):
+        if is_summary_request(req):
             return FakeTurn("Goal: read both files. Next action: answer.")
         if len(calls) == 1:
             return FakeTurn("", [("Read", {"file_path": "mod00.py"}), ("Read", {"file_path": "mod01.py"})])

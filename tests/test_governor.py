@@ -13,6 +13,7 @@ from aforo.context.compaction import CUT_SUMMARY
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
+from aforo.context.summary_request import SUMMARY_ASK
 from aforo.context.tokens import estimate_request
 from aforo.errors import CompactionError, HTTPStatusError, StoreError, TransformError
 from aforo.messages import Message, Request
@@ -102,6 +103,50 @@ def test_twelve_files_one_per_turn_compact_and_finish(tmp_path: Path) -> None:
     # Each compaction says how large its summary request was: at most what fits, never dropped.
     available = agent.governor.budget.available
     assert all(0 < (r.summary_tokens or 0) <= available for r in journal.events("compaction"))
+
+
+def _last_turn_before(sent: list[Request], i: int) -> Request:
+    """The conversation's request the server read last before request `i` (not a side call: those carry
+    no system prompt)."""
+    return next(r for r in reversed(sent[:i]) if r.system and not is_summary_request(r))
+
+
+def test_on_its_own_server_the_summary_is_asked_as_one_more_turn_of_the_conversation(
+    tmp_path: Path,
+) -> None:
+    """llama-server keeps one slot's prompt and reads again only what follows the longest prefix it
+    shares with the new one. A summary under its own system prompt shared nothing: measured with the
+    1.5B, 2 608 tokens read in 99 s, past its share of the question's time, at every compaction of a
+    held-out round. Asked as one more turn, the server reads only that turn."""
+    files = make_files(tmp_path, 12, 2400)
+    provider = FakeProvider(reader_model(files, batch=False))
+    policy = Policy(clear_at=0.5, compact_at=0.6)
+    agent, rec, _ = make_agent(tmp_path, provider, window=4096, policy=policy)
+    assert agent.run(PROMPT).reason == "end_turn"
+    sent = provider.requests
+    asked = [i for i, r in enumerate(sent) if is_summary_request(r)]
+    assert len(asked) >= 2 and len(asked) == len([e for e in rec.of("context") if e.action == "compacted"])
+    for i in asked:
+        summary, before = sent[i], _last_turn_before(sent, i)
+        assert (summary.system, summary.tools) == (before.system, before.tools)
+        wire = messages_to_openai(before)
+        assert messages_to_openai(summary)[: len(wire)] == wire  # all it read last, first
+        assert summary.messages[-1].text.startswith(SUMMARY_ASK)
+        assert summary.answer_only  # a summary, never a call
+        assert summary.max_tokens == agent.governor.budget.reserve
+
+
+def test_a_summary_with_no_room_for_one_more_turn_is_asked_of_the_transcript(tmp_path: Path) -> None:
+    # Compacted only when the conversation is within a few tokens of what fits: the turn that asks for
+    # the summary does not fit after it, so the transcript is shrunk to fit instead.
+    files = make_files(tmp_path, 12, 2400)
+    provider = FakeProvider(reader_model(files, batch=False))
+    agent, rec, _ = make_agent(tmp_path, provider, window=4096, policy=Policy(compact_at=1.0))
+    assert agent.run(PROMPT).reason == "end_turn"
+    summaries = [r for r in provider.requests if is_summary_request(r)]
+    assert summaries and all([p.name for p in r.system] == ["compaction"] for r in summaries)
+    assert len(summaries) == len([e for e in rec.of("context") if e.action == "compacted"])
+    assert all(estimate_request(r) <= agent.governor.budget.available for r in summaries)
 
 
 @pytest.mark.parametrize("seed", range(12))

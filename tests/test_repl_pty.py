@@ -17,6 +17,7 @@ import pexpect
 import pytest
 
 from aforo.cli.session_keeper import INTERRUPTED_RESULT
+from aforo.context.summary_request import SUMMARY_ASK
 from dialects.openai_app import Call, Reply, make_openai_app
 from support.cli import AFORO
 from support.live_server import LiveServer
@@ -43,7 +44,9 @@ class Model:
         self.bodies.append(body)
         msgs = body["messages"]
         tokens = realistic_tokens(body)
-        if "You compact the conversation" in (msgs[0].get("content") or ""):
+        if "You compact the conversation" in (msgs[0].get("content") or "") or SUMMARY_ASK in str(
+            msgs[-1].get("content") or ""
+        ):
             if self.slow_summary:
                 self.stalled.set()
                 return Reply(text=SUMMARY, stall=5.0, prompt_tokens=tokens)

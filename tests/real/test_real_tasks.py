@@ -153,3 +153,39 @@ def test_a_server_that_drops_the_request_is_caught_though_it_reports_its_cache(r
     first = cut.index(True)
     before = chats[first - 1]
     assert first >= 1 and chats[first].cache_n < before.cache_n + before.prompt_n, (cut, records)
+
+
+def test_a_compactions_summary_is_read_from_the_servers_cache(real_server_url: str, tmp_path: Path) -> None:
+    """The summary of a compaction is asked as one more turn of the conversation, so llama-server reads
+    it from its cache: asked under its own system prompt it found 4 tokens of itself there and read the
+    rest again (the 1.5B, 2 608 tokens in 99 s, past its share of the question's time)."""
+    ws = tmp_path / "shop"
+    (ws / "app").mkdir(parents=True)
+    body = "".join(f"def handler_{n}(request):\n    return {{'status': {200 + n % 5}}}\n" for n in range(150))
+    (ws / "app" / "handlers.py").write_text(body)
+    (ws / "app" / "models.py").write_text("class Order:\n    total = 0\n\n\nclass Customer:\n    name = ''\n")
+    # Compact as soon as the first answer is in: the second question starts with a compaction.
+    (ws / ".aforo.toml").write_text("[policy]\nclear_at = 0.3\ncompact_at = 0.3\n")
+    with RecordingProxy(real_server_url) as recording, tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "AFORO_HOME": tmp, "XDG_CONFIG_HOME": tmp}
+        args = [AFORO, "-w", str(ws), "--base-url", f"{recording.url}/v1", "-m", "m", "--json"]
+
+        def ask(*more: str) -> list[dict[str, Any]]:
+            done = subprocess.run(
+                [*args, *more], capture_output=True, text=True, env=env, timeout=900, check=False
+            )
+            return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+        first = ask("Read app/handlers.py: which status does handler_7 return?")
+        assert any(e["type"] == "result" and e["ending"] == "end_turn" for e in first), first[-3:]
+        second = ask("--resume", "Which classes does app/models.py define?")
+        records = recording.take()
+    assert [e["action"] for e in second if e["type"] == "context"][-1:] == ["compacted"], [
+        (e["type"], e.get("context"), e.get("action")) for e in first + second
+    ]
+    assert not [e for e in second if e["type"] == "warning"], second
+    # Its counts (`/v1/chat/completions/input_tokens`) read no prompt; the summary itself does.
+    summaries = [r for r in records if r.kind == "summary" and r.prompt_n + r.cache_n > 0]
+    assert summaries, records
+    # Most of each came from the cache (measured: 759 of 1 116 tokens; 4 when it was a transcript).
+    assert all(s.cache_n >= s.prompt_n for s in summaries), summaries

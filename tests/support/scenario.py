@@ -15,6 +15,7 @@ from aforo.context.governor import Governor
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
+from aforo.context.summary_request import SUMMARY_ASK
 from aforo.events import Event, RunResult
 from aforo.loop.agent import Agent
 from aforo.messages import Request, SystemPart, ToolResult
@@ -78,7 +79,10 @@ def make_agent(
 
 
 def is_summary_request(request: Request) -> bool:
-    return any(p.name == "compaction" for p in request.system)
+    """A compaction's summary request: the transcript under its own system prompt, or the conversation
+    with the summary asked as one more turn (on the conversation's own server)."""
+    last = request.messages[-1].text if request.messages else ""
+    return any(p.name == "compaction" for p in request.system) or last.startswith(SUMMARY_ASK)
 
 
 def read_so_far(request: Request) -> set[str]:

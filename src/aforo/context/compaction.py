@@ -28,7 +28,7 @@ from aforo.context.ledger import (
 )
 from aforo.context.overflow import OVERFLOW_MIN_GROWTH_COMPACT, unread
 from aforo.context.plan import Outcome, Plan, Room, Summarizer
-from aforo.context.summary_request import fit_summary_request, omitted
+from aforo.context.summary_request import continued_summary_request, fit_summary_request, omitted
 from aforo.context.tokens import Count, Sample, estimate_request
 from aforo.errors import CompactionError, OutOfTime, ProviderError
 from aforo.messages import Request
@@ -67,19 +67,30 @@ def compact(room: Room) -> Plan | None:
     if not answered:
         since = " since the last compaction" if any(is_compacted(m) for m in messages) else " so far"
         raise CompactionError(f"there is nothing to compact yet (no answer from the model{since})")
+    summary_req, summary_count = _summary_request(room)
+    # Sampled like the conversation: a user who asked for --temperature 0 gets repeatable summaries too.
+    summary_req = replace(summary_req, temperature=room.request.temperature)
+    return partial(_summarize, room, summary_req, summary_count)
+
+
+def _summary_request(room: Room) -> tuple[Request, Count]:
+    """The summary request and its count: one more turn of the conversation on its own server when it
+    fits (the server reads only that turn), else the transcript, shrunk to fit the summary lane."""
     lane = room.summary
-    summary_req, summary_count = fit_summary_request(
+    if lane.own:
+        continued = continued_summary_request(room.request, lane.budget.reserve, room.instructions)
+        count = lane.count(continued)
+        if count.tokens <= lane.budget.available:
+            return continued, count
+    return fit_summary_request(
         lane.model,
-        messages,
+        room.request.messages,
         available=lane.budget.available,
         max_tokens=lane.budget.reserve,
         count=lane.count,
         instructions=room.instructions,
         lane=lane.lane,
     )
-    # Sampled like the conversation: a user who asked for --temperature 0 gets repeatable summaries too.
-    summary_req = replace(summary_req, temperature=room.request.temperature)
-    return partial(_summarize, room, summary_req, summary_count)
 
 
 def _says_something(summary: str) -> bool:

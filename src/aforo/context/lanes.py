@@ -116,6 +116,7 @@ def summary_route(
         prev=prev,
         # Summaries on the conversation's lane leave its calibration to the conversation's answers.
         calibrate=lambda _sample: None,
+        own=True,
     )
 
 

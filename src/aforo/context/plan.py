@@ -34,6 +34,9 @@ class Summarizer:
     ratio: float  # that lane's calibrated tokens/estimate
     prev: Sample | None  # that lane's last good sample while the conversation grows (None on another lane)
     calibrate: Callable[[Sample], None]  # a summary request the lane measured well calibrates it
+    # The conversation's own server: its prompt cache holds the conversation, so the summary is asked
+    # as one more turn of it (summary_request.continued_summary_request).
+    own: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

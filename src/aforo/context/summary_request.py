@@ -1,9 +1,18 @@
-"""The summary request of a compaction: the history as a transcript, shrunk until the request fits.
+"""The summary request of a compaction, in one of two forms; both name a word budget, so a small model
+does not write up to its output limit.
 
-The request itself must fit the summary lane's window (peers fail with "context limit exceeded" while
-compacting): the history is rendered as a transcript and shrunk until it fits `available` — re-runnable
-tool output first, oldest first, then long assistant prose; the user's messages are never cut. It names
-a word budget, so a small model does not write up to its output limit.
+- On the conversation's own server, the conversation's own request with the summary asked as one more
+  user turn (`continued_summary_request`), when that fits the window: same system prompt, tools and
+  messages, so the server's prompt cache reads only the new turn. llama-server keeps a slot's prompt
+  and reuses its longest common prefix; a summary under another system prompt shares none of it.
+  Measured with Qwen2.5-Coder 1.5B on a loaded 2-core machine: the transcript form read 2 608 tokens
+  in 99 s, past its share of a 150 s question, so every compaction of a held-out round went without
+  the model's summary, and the summary left the slot holding its own prompt, so the answer after it
+  read the whole compacted conversation again.
+- Otherwise (another lane, or no room for the turn) the history as a transcript under its own system
+  prompt (`fit_summary_request`), shrunk until it fits the summary lane's window (peers fail with
+  "context limit exceeded" while compacting): re-runnable tool output first, oldest first, then long
+  assistant prose; the user's messages are never cut.
 """
 
 from __future__ import annotations
@@ -11,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aforo.context.ledger import evidence_source, short_input
@@ -19,14 +28,22 @@ from aforo.context.tokens import Count, estimate_request, estimate_text
 from aforo.errors import CompactionError
 from aforo.messages import Message, Request, SystemPart, TextBlock, ToolResult, ToolUse
 
-SUMMARY_SYSTEM = """You compact the conversation of a read-only coding assistant so it can continue the \
-user's task in less context. Write a summary with exactly these sections:
-Goal: what the user asked, in their words.
+SECTIONS = """Goal: what the user asked, in their words.
 Constraints: hard rules (must / never) and soft preferences the user stated.
 Decisions: each decision taken so far, with why (e.g. "option A rejected because it broke X").
 Evidence: each fact learned, with its source (file path and lines, or the tool call).
 Next action: the single next step to finish the task.
 Be specific: name files, functions and numbers. Do not invent anything. Output only the summary."""
+SUMMARY_SYSTEM = f"""You compact the conversation of a read-only coding assistant so it can continue the \
+user's task in less context. Write a summary with exactly these sections:
+{SECTIONS}"""
+# The turn that asks the conversation's own server for the summary; its first words mark it (tests and
+# bench/recording_proxy tell a summary request by them).
+SUMMARY_ASK = "aforo compacts this conversation now"
+CONTINUED_ASK = f"""{SUMMARY_ASK}: stop here, do not answer the last request and do not call a tool. \
+Write a summary of the conversation above, so the assistant can continue the user's task in less \
+context, with exactly these sections:
+{SECTIONS}"""
 
 OMITTED_OUTPUT = "[output omitted to fit the summary request; re-run the tool to see it]"
 # How each kind of piece is shortened, in the order they are given up: re-runnable output first, then
@@ -119,16 +136,34 @@ def summary_words(conversation_tokens: int, max_tokens: int) -> int:
     return max(min(MIN_SUMMARY_WORDS, ceiling), min(wanted, ceiling))
 
 
-def summary_request(
-    model: str, pieces: list[Piece], max_tokens: int, instructions: str | None, words: int | None = None
-) -> Request:
-    ask = "Here is the conversation to summarize:\n\n" + render(pieces)
+def _asked(ask: str, instructions: str | None, words: int | None) -> str:
     if instructions:
         ask += f"\n\nThe user adds these instructions for the summary: {instructions}"
     if words is not None:
         ask += f"\n\nKeep the summary under {words} words."
-    ask += "\n\nWrite the summary now."
+    return ask + "\n\nWrite the summary now."
+
+
+def summary_request(
+    model: str, pieces: list[Piece], max_tokens: int, instructions: str | None, words: int | None = None
+) -> Request:
+    ask = _asked("Here is the conversation to summarize:\n\n" + render(pieces), instructions, words)
     return Request(model, (SystemPart(SUMMARY_SYSTEM, "compaction"),), (), (Message.user(ask),), max_tokens)
+
+
+def continued_summary_request(request: Request, max_tokens: int, instructions: str | None) -> Request:
+    """`request` (the conversation's own, as its server last read it) with the summary asked as one more
+    user turn; no tool may be called, and it repeats no question after the newest results."""
+    words = summary_words(estimate_text(render(transcript_pieces(request.messages))), max_tokens)
+    ask = Message.user(_asked(CONTINUED_ASK, instructions, words))
+    return replace(
+        request,
+        messages=(*request.messages, ask),
+        max_tokens=max_tokens,
+        answer_only=True,
+        question="",
+        worded=False,
+    )
 
 
 def fit_summary_request(
