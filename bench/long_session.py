@@ -1,8 +1,8 @@
-"""The long-session suite (issue 38): one conversation of 15-30 questions about real code, as a user
+"""The long-session suite (issue 38): one conversation of 15-40 questions about real code, as a user
 holds it, while the window fills and compacts again and again; probes ask what the session holds.
 
 Each session is a script: questions a user asks about one package nobody here wrote (the sdists
-bench/real_code.py pins and fetches, plus packaging 24.1), in one aforo session: the `aforo` command,
+bench/real_code.py pins and fetches, and those pinned here), in one aforo session: the `aforo` command,
 one process per question, `--resume` after the first, at the defaults (only --base-url, -m and --json,
 which the bench needs to reach the engine's llama-server and read the answer), in a real 4 096 or
 8 192 window (the server's -c). Between the questions, probes in Factory's four categories and the
@@ -71,10 +71,31 @@ PACKAGES = {
     "colorama": Package(
         "colorama==0.4.6", "08695f5cb7ed6e0531a20572697297273c47b8cae5a63ffc6d6ed5c201be6e44", "colorama"
     ),
+    "pluggy": Package(
+        "pluggy==1.5.0", "2cffa88e94fdc978c4c574f15f9e59b7f4201d439195c3715ca9e2486f1d0cf1", "src/pluggy"
+    ),
+    "platformdirs": Package(
+        "platformdirs==4.3.6",
+        "357fb2acbc885b0419afd3ce3ed34564c13c9b95c89360cd9563f73aa5e2b907",
+        "src/platformdirs",
+    ),
 }
 CATEGORIES = ("recall", "artifact", "continuation", "decision", "rules")
 TIMEOUT_S = 300.0
+# Where the sessions, their progress and the fetched sdists are kept by default.
+STATE = Path(tempfile.gettempdir()) / "aforo-long-session"
 ALL_FILES = "all files read"  # an artifact probe's pattern: scored against what the harness saw read
+
+
+@dataclass(frozen=True)
+class Fact:
+    """What a probe's pattern takes for true of the pinned sources, checked there without a model
+    (tests/test_long_session_sources.py): `file` has `lines` lines, or defines `name` (and no other file
+    of the package does)."""
+
+    file: str
+    lines: int | None = None
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,6 +107,7 @@ class Step:
     # that answer's first sentence named (its `code` terms, else its identifiers), whether or not it was
     # right about the code.
     said: int | None = None
+    fact: Fact | None = None
 
 
 @dataclass(frozen=True)
@@ -100,8 +122,10 @@ def work(prompt: str) -> Step:
     return Step(prompt)
 
 
-def probe(category: str, prompt: str, expect: str = ALL_FILES, *, said: int | None = None) -> Step:
-    return Step(prompt, "" if said is not None else expect, category, said)
+def probe(
+    category: str, prompt: str, expect: str = ALL_FILES, *, said: int | None = None, fact: Fact | None = None
+) -> Step:
+    return Step(prompt, "" if said is not None else expect, category, said, fact)
 
 
 def said_terms(answer: str, asked: str = "") -> set[str]:
@@ -311,8 +335,9 @@ SESSIONS = (
             probe("recall", "What was my first question?", r"evict"),
         ),
     ),
-    # Held out: written 2026-12-07 21:45 UTC, after every change of issue 38, never used to make one. Most
-    # probes come late, to be asked after two compactions.
+    # Held out for the third round (written 2026-12-07 21:45 UTC, run 21:42-22:53 UTC at 4 096 and 8 192):
+    # their wrong answers made the fourth round's changes (rules without a keyword, a bare place), so they
+    # are development sessions now.
     Session(
         "tomli-h",
         "tomli",
@@ -344,7 +369,7 @@ SESSIONS = (
             probe("decision", "Remind me of our decision.", r"tomli|own parser"),
             probe("recall", "What was my first question?", r"pars|TOML"),
         ),
-        held_out=True,
+        held_out=False,
     ),
     Session(
         "colorama-h",
@@ -379,6 +404,220 @@ SESSIONS = (
             probe("rules", "Remind me of the rule I gave you.", r"fifty|50"),
             probe("decision", "Remind me what we chose.", r"just_fix_windows_console"),
             probe("recall", "What was my first question?", r"ANSI|Windows|win32"),
+        ),
+        held_out=False,
+    ),
+    # Held out for the fourth round: written 2026-12-08 00:15 UTC, after every change of issue 38 so far,
+    # never run before the measured run. 39 questions each, so that they compact twice in an 8 192 window
+    # too (the third round's 23 compacted once there): whole mid-size files read ("Read X.py: …",
+    # "Summarize …"), and at least two probes of every category in the last third.
+    Session(
+        "pluggy-h4",
+        "pluggy",
+        (
+            work(
+                "I want to learn how pluggy registers plugins and calls their hooks. "
+                "Never put code blocks in your answers."
+            ),
+            work("Read _manager.py: which class does a project create to manage its plugins?"),
+            work(
+                "We decided to mark our hook functions with HookimplMarker rather than by a name prefix, "
+                "because a marked hook is checked against its specification."
+            ),
+            work("How many lines does _hooks.py have?"),
+            probe(
+                "continuation",
+                "And which class in it calls all the implementations of one hook?",
+                r"\bHookCaller\b",
+                fact=Fact("_hooks.py", name="HookCaller"),
+            ),
+            work("Read _callers.py: what does _multicall return when firstresult is true?"),
+            probe("recall", "What was my goal in this session?", r"plugin|hook"),
+            probe("rules", "What rule did I give you?", r"code block"),
+            work(
+                "Which exception does register raise for a plugin whose hook does not match its "
+                "specification?"
+            ),
+            probe(
+                "continuation",
+                "In which file is that exception defined?",
+                r"_manager\.py",
+                fact=Fact("_manager.py", name="PluginValidationError"),
+            ),
+            work("Read _result.py: what does get_result return for a firstresult hook?"),
+            probe("artifact", READ_ALL),
+            probe(
+                "decision", "What did we decide about marking hooks, and why?", r"HookimplMarker(?s:.*)spec"
+            ),
+            work("Summarize what _tracing.py does."),
+            work("Which method of PluginManager loads plugins from setuptools entry points?"),
+            probe("continuation", "What does it return?", r"number|count|\bint\b"),
+            work("Read _hooks.py: which options does HookimplMarker accept?"),
+            probe(
+                "recall",
+                "Which exception did you say register raises for a hook that does not match?",
+                said=8,
+            ),
+            probe(
+                "artifact",
+                "In which file did you find PluginManager?",
+                r"_manager\.py",
+                fact=Fact("_manager.py", name="PluginManager"),
+            ),
+            work(
+                "Read _warnings.py: which warning does pluggy emit when an old-style hookwrapper raises "
+                "in its teardown?"
+            ),
+            probe(
+                "continuation",
+                "And which class is its base class?",
+                r"\bPluggyWarning\b",
+                fact=Fact("_warnings.py", name="PluggyWarning"),
+            ),
+            work("Summarize what __init__.py exports."),
+            work("How many lines does _manager.py have?"),
+            probe("artifact", READ_ALL),
+            probe("rules", "Which rule did I give you at the start?", r"code block"),
+            work("Which method of HookCaller calls a hook for plugins registered later too?"),
+            probe(
+                "continuation",
+                "In which file is that method?",
+                r"_hooks\.py",
+                fact=Fact("_hooks.py", name="call_historic"),
+            ),
+            probe(
+                "decision", "Remind me what we decided, and for what reason.", r"HookimplMarker(?s:.*)spec"
+            ),
+            probe("recall", "What was my first question?", r"plugin|hook"),
+            work(
+                "Read _callers.py: which exception does _multicall raise when a hook call lacks an argument?"
+            ),
+            probe(
+                "continuation",
+                "How many lines does that file have?",
+                r"\b182\b",
+                fact=Fact("_callers.py", lines=182),
+            ),
+            probe(
+                "artifact",
+                "In which file did you find PluggyTeardownRaisedWarning?",
+                r"_warnings\.py",
+                fact=Fact("_warnings.py", name="PluggyTeardownRaisedWarning"),
+            ),
+            probe("recall", "How many lines did you say _manager.py has?", said=22),
+            probe("artifact", READ_ALL),
+            probe("rules", "Remind me of the rule I gave you.", r"code block"),
+            probe("decision", "Remind me of our decision about hooks.", r"HookimplMarker"),
+            probe("rules", "What rules did I give you in this session?", r"code block"),
+            probe(
+                "artifact",
+                "In which file did you find load_setuptools_entrypoints?",
+                r"_manager\.py",
+                fact=Fact("_manager.py", name="load_setuptools_entrypoints"),
+            ),
+            probe("recall", "What was my goal?", r"plugin|hook"),
+        ),
+        held_out=True,
+    ),
+    Session(
+        "platformdirs-h4",
+        "platformdirs",
+        (
+            work(
+                "My goal: find out where platformdirs puts an app's config and cache folders on each "
+                "system. Always say which operating system a path is for."
+            ),
+            work("Read unix.py: where does user_cache_dir point when XDG_CACHE_HOME is not set?"),
+            work(
+                "We decided to use user_config_path instead of user_config_dir, because we want pathlib "
+                "Path objects."
+            ),
+            work("How many lines does __init__.py have?"),
+            probe(
+                "continuation",
+                "And which function in it picks the class for the current platform?",
+                r"_set_platform_dir_class",
+                fact=Fact("__init__.py", name="_set_platform_dir_class"),
+            ),
+            work(
+                "Read windows.py: which function looks up a folder like CSIDL_LOCAL_APPDATA in the registry?"
+            ),
+            probe("recall", "What was my goal in this session?", r"config|cache"),
+            probe("rules", "What rule did I give you?", r"operating system"),
+            work("Which class in api.py is the base class of Unix, Windows and MacOS?"),
+            probe(
+                "continuation",
+                "How many lines does that file have?",
+                r"\b298\b",
+                fact=Fact("api.py", lines=298),
+            ),
+            work("Read macos.py: where is the user cache directory on macOS?"),
+            probe("artifact", READ_ALL),
+            probe(
+                "decision",
+                "What did we decide to use for the config folder, and why?",
+                r"user_config_path(?s:.*)(pathlib|Path object)",
+            ),
+            work("Summarize what android.py does."),
+            work("Which method of PlatformDirsABC adds the app name and version to a path?"),
+            probe(
+                "continuation",
+                "In which file is it defined?",
+                r"api\.py",
+                fact=Fact("api.py", name="_append_app_name_and_version"),
+            ),
+            work("Read unix.py: which environment variable overrides the runtime directory?"),
+            probe("recall", "Which class did you say is the base class of Unix, Windows and MacOS?", said=8),
+            probe(
+                "artifact",
+                "In which file did you find get_win_folder_from_registry?",
+                r"windows\.py",
+                fact=Fact("windows.py", name="get_win_folder_from_registry"),
+            ),
+            work("Which function in unix.py reads the user-dirs.dirs file?"),
+            probe("continuation", "What does it return when the key is not in that file?", r"\bNone\b"),
+            work("Summarize what __main__.py prints."),
+            work("How many lines does windows.py have?"),
+            probe("artifact", READ_ALL),
+            probe("rules", "Which rule did I give you at the start?", r"operating system"),
+            work("Which function in windows.py decides how Windows folders are looked up?"),
+            probe(
+                "continuation",
+                "Which lookup does it choose when ctypes has windll?",
+                r"get_win_folder_via_ctypes",
+                fact=Fact("windows.py", name="get_win_folder_via_ctypes"),
+            ),
+            probe(
+                "decision",
+                "Remind me what we decided, and for what reason.",
+                r"user_config_path(?s:.*)(pathlib|Path object)",
+            ),
+            probe("recall", "What was my first question?", r"config|cache"),
+            work("Read android.py: which function finds the base folder of the app on Android?"),
+            probe(
+                "continuation",
+                "How many lines does that file have?",
+                r"\b249\b",
+                fact=Fact("android.py", lines=249),
+            ),
+            probe(
+                "artifact",
+                "In which file did you find _get_user_dirs_folder?",
+                r"unix\.py",
+                fact=Fact("unix.py", name="_get_user_dirs_folder"),
+            ),
+            probe("recall", "How many lines did you say windows.py has?", said=22),
+            probe("artifact", READ_ALL),
+            probe("rules", "Remind me of the rule I gave you.", r"operating system"),
+            probe("decision", "Remind me of our decision about the config folder.", r"user_config_path"),
+            probe("rules", "What rules did I give you in this session?", r"operating system"),
+            probe(
+                "artifact",
+                "In which file did you find PlatformDirsABC?",
+                r"api\.py",
+                fact=Fact("api.py", name="PlatformDirsABC"),
+            ),
+            probe("recall", "What was my goal?", r"config|cache"),
         ),
         held_out=True,
     ),
@@ -466,7 +705,7 @@ def run_session(
     session: Session, workspace: Path, flags: list[str], aforo: list[str], state: Path, deadline: float
 ) -> tuple[list[Probe], bool]:
     """Ask the session's steps from where `state` says it stopped, until they end or `deadline` passes
-    (a session of 15-30 questions takes longer on this machine than one hold of the real-model lock);
+    (a session of 15-40 questions takes longer on this machine than one hold of the real-model lock);
     the probes so far, and whether the session is done."""
     progress_file = state / "progress.json"
     progress: dict[str, Any] = {"next": 0, "read": [], "compactions": 0, "probes": [], "answers": []}
@@ -580,7 +819,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--state",
         type=Path,
-        default=Path(tempfile.gettempdir()) / "aforo-long-session",
+        default=STATE,
         help="where the sessions and their progress are kept, to go on from there in the next run",
     )
     parser.add_argument(
@@ -630,6 +869,12 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def fetched(name: str, dest: Path) -> Path | None:
+    """The package's directory as an earlier fetch into `dest` unpacked it, if one did."""
+    unpacked = sorted(dest.glob(f"{name}/*/{PACKAGES[name].directory}"))
+    return unpacked[0] if unpacked else None
+
+
 def fetch_all(names: set[str], dest: Path) -> dict[str, Path]:
     """real_code's fetch, with this suite's extra package pinned beside its own; a package fetched by an
     earlier run is used again (the sessions' workspace must not move between runs: --resume picks the
@@ -637,11 +882,7 @@ def fetch_all(names: set[str], dest: Path) -> dict[str, Path]:
     import real_code
 
     real_code.PACKAGES.update(PACKAGES)
-    found = {}
-    for name in names:
-        unpacked = sorted(dest.glob(f"{name}/*/{PACKAGES[name].directory}"))
-        found[name] = unpacked[0] if unpacked else fetch({name}, dest)[name]
-    return found
+    return {name: fetched(name, dest) or fetch({name}, dest)[name] for name in names}
 
 
 if __name__ == "__main__":
