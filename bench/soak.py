@@ -30,6 +30,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
+from aforo.context.summary_request import SUMMARY_ASK  # noqa: E402
 from dialects.openai_app import Call, Reply  # noqa: E402
 from dialects.truncating_app import Seen, TruncatingServer  # noqa: E402
 from support.live_server import LiveServer  # noqa: E402
@@ -46,7 +47,7 @@ def scripted(server_seconds: list[float]):
         started = time.perf_counter()
         messages = seen.messages
         last = messages[-1]
-        if not seen.tools:
+        if not seen.tools or SUMMARY_ASK in str(last["content"]):  # a summary, in either form
             reply = Reply(
                 text="Goal: answer each question about the files.\nDecisions: read one file per question "
                 "because each names one.\nNext action: answer the next question."
