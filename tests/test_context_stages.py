@@ -20,6 +20,7 @@ from aforo.context.summary_request import (
     Piece,
     fit_summary_request,
     omitted,
+    summary_limit,
     summary_request,
     summary_words,
     transcript_pieces,
@@ -273,10 +274,11 @@ def test_clearing_skips_results_shorter_than_the_note() -> None:
 
 
 def test_summary_request_names_a_word_budget_the_output_limit_can_hold() -> None:
-    assert summary_words(3000, 1024) == 614  # the ceiling: 80% of what 1024 tokens hold
-    assert summary_words(900, 1024) == 225  # a third of the conversation
+    assert summary_words(3000, 1024) == 200  # at most what a laptop writes within the summary's time
+    assert summary_words(600, 1024) == 150  # a third of the conversation
     assert summary_words(30, 1024) == 60  # never asks for less than a usable summary
-    assert summary_words(900, 64) == 38  # ...unless the output limit cannot hold even that
+    assert summary_words(900, 64) == 38  # ...unless the output limit cannot hold even that: 80 % of it
+    assert summary_limit(1024) == 512 and summary_limit(300) == 300  # room for 200 words, in the reserve
     messages = [Message.user("find the bug"), *_exchange(0, 40)]
     request, _ = fit_summary_request("m", messages, available=10**6, max_tokens=1024, count=estimated)
     # By hand: the transcript is the request (<user>…</user>: 27 characters), 40 call markers
@@ -284,8 +286,8 @@ def test_summary_request_names_a_word_budget_the_output_limit_can_hold() -> None
     # 2550) and 40 results (`<result of Read {...}>`, 50 × "content c0_k ", `</result>`: 10 × 702 +
     # 30 × 753 = 29 610), joined by 80 blank lines (160): 32 347 characters, ceil(32 347 / 4) = 8087
     # tokens. A third of that at 0.75 words a token is 2021 words, over the ceiling of
-    # int(1024 × 0.75 × 0.8) = 614, so the request names 614.
-    assert request.messages[0].text.endswith("Keep the summary under 614 words.\n\nWrite the summary now.")
+    # int(1024 × 0.75 × 0.8) = 614 and the most of 200, so the request names 200.
+    assert request.messages[0].text.endswith("Keep the summary under 200 words.\n\nWrite the summary now.")
 
 
 def test_the_ledger_reads_decisions_and_next_action_from_the_summary_however_emphasized() -> None:

@@ -13,7 +13,7 @@ from aforo.context.compaction import CUT_SUMMARY
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
-from aforo.context.summary_request import SUMMARY_ASK
+from aforo.context.summary_request import SUMMARY_ASK, SUMMARY_MAX_TOKENS
 from aforo.context.tokens import estimate_request
 from aforo.errors import CompactionError, HTTPStatusError, StoreError, TransformError
 from aforo.messages import Message, Request
@@ -133,7 +133,7 @@ def test_on_its_own_server_the_summary_is_asked_as_one_more_turn_of_the_conversa
         assert messages_to_openai(summary)[: len(wire)] == wire  # all it read last, first
         assert summary.messages[-1].text.startswith(SUMMARY_ASK)
         assert summary.answer_only  # a summary, never a call
-        assert summary.max_tokens == agent.governor.budget.reserve
+        assert summary.max_tokens == SUMMARY_MAX_TOKENS < agent.governor.budget.reserve
 
 
 def test_a_summary_with_no_room_for_one_more_turn_is_asked_of_the_transcript(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ from aforo.context.lanes import Lane
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
-from aforo.context.summary_request import OMITTED_OUTPUT
+from aforo.context.summary_request import OMITTED_OUTPUT, SUMMARY_MAX_TOKENS
 from aforo.context.tokens import estimate_request
 from aforo.errors import CompactionError, ConnectError, ContextOverflowError
 from aforo.events import ModelCheck
@@ -84,7 +84,7 @@ def test_summaries_go_to_the_compaction_lane_and_fit_its_window(tmp_path: Path) 
     assert any(OMITTED_OUTPUT in r.messages[0].text for r in summaries)
     assert lane.budget.available < agent.governor.budget.available
     assert {r.model for r in summaries} == {"fast-model"}
-    assert all(r.max_tokens == lane.budget.reserve for r in summaries)
+    assert all(r.max_tokens == min(lane.budget.reserve, SUMMARY_MAX_TOKENS) for r in summaries)
     compacted = [e for e in rec.of("context") if e.action == "compacted"]
     assert compacted and {(e.lane, e.model) for e in compacted} == {("fast", "fast-model")}
     # Every record says which lane and which model served; both models show up.

@@ -28,7 +28,12 @@ from aforo.context.ledger import (
 )
 from aforo.context.overflow import OVERFLOW_MIN_GROWTH_COMPACT, unread
 from aforo.context.plan import Outcome, Plan, Room, Summarizer
-from aforo.context.summary_request import continued_summary_request, fit_summary_request, omitted
+from aforo.context.summary_request import (
+    continued_summary_request,
+    fit_summary_request,
+    omitted,
+    summary_limit,
+)
 from aforo.context.tokens import Count, Sample, estimate_request
 from aforo.errors import CompactionError, OutOfTime, ProviderError
 from aforo.messages import Request
@@ -77,8 +82,9 @@ def _summary_request(room: Room) -> tuple[Request, Count]:
     """The summary request and its count: one more turn of the conversation on its own server when it
     fits (the server reads only that turn), else the transcript, shrunk to fit the summary lane."""
     lane = room.summary
+    limit = summary_limit(lane.budget.reserve)
     if lane.own:
-        continued = continued_summary_request(room.request, lane.budget.reserve, room.instructions)
+        continued = continued_summary_request(room.request, limit, room.instructions)
         count = lane.count(continued)
         if count.tokens <= lane.budget.available:
             return continued, count
@@ -86,7 +92,7 @@ def _summary_request(room: Room) -> tuple[Request, Count]:
         lane.model,
         room.request.messages,
         available=lane.budget.available,
-        max_tokens=lane.budget.reserve,
+        max_tokens=limit,
         count=lane.count,
         instructions=room.instructions,
         lane=lane.lane,
@@ -140,8 +146,8 @@ def _summary(lane: Summarizer, summary_req: Request, summary_count: Count) -> tu
     if reply.end.stop_reason == "refusal" or (cut and not _says_something(reply.text)):
         raise CompactionError(
             f"the summary was not completed (stop reason {reply.end.stop_reason}, output limit "
-            f"{summary_req.max_tokens} tokens); the conversation was left as it was. Raise the context "
-            "window or --max-tokens so the summary fits."
+            f"{summary_req.max_tokens} tokens); the conversation was left as it was. `/compact` with "
+            "instructions (what to keep) asks for a shorter one."
         )
     if not reply.text.strip():
         raise CompactionError("the model returned an empty summary; the conversation was left as it was")

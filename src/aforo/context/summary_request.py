@@ -127,13 +127,28 @@ def omitted(request: Request) -> list[str]:
 SUMMARY_SHARE = 1 / 3
 WORDS_PER_TOKEN = 0.75
 MIN_SUMMARY_WORDS = 60
+# A summary's length is its time: it is written token by token once the prompt is read, and the 1.5B
+# writes 27.6 tokens a second on 2 idle cores, 2-7 while other jobs run. The 614 words a third of a
+# 4 096 window's conversation came to were not written within the summary's share of the question's
+# time (75 s of 150): in a development session (colorama-h, 4 096) the summary had 63 tokens when its
+# share was up, and the compaction went on aforo's record alone. That record keeps every request,
+# decision and source verbatim beside the summary, which needs only what was learned.
+MAX_SUMMARY_WORDS = 200
+# The summary's output limit (within the lane's reserve): room for MAX_SUMMARY_WORDS and a model that
+# writes past its budget; a summary cut there is kept as far as it got.
+SUMMARY_MAX_TOKENS = 512
 
 
 def summary_words(conversation_tokens: int, max_tokens: int) -> int:
     """The word budget a summary request names for a conversation of `conversation_tokens`."""
     ceiling = int(max_tokens * WORDS_PER_TOKEN * 0.8)  # room for the section headers and stray tokens
     wanted = int(conversation_tokens * SUMMARY_SHARE * WORDS_PER_TOKEN)
-    return max(min(MIN_SUMMARY_WORDS, ceiling), min(wanted, ceiling))
+    return max(min(MIN_SUMMARY_WORDS, ceiling), min(wanted, ceiling, MAX_SUMMARY_WORDS))
+
+
+def summary_limit(reserve: int) -> int:
+    """The output limit of a summary request on a lane that reserves `reserve` tokens for answers."""
+    return min(reserve, SUMMARY_MAX_TOKENS)
 
 
 def _asked(ask: str, instructions: str | None, words: int | None) -> str:
