@@ -111,8 +111,11 @@ def _last_turn_before(sent: list[Request], i: int) -> Request:
     return next(r for r in reversed(sent[:i]) if r.system and not is_summary_request(r))
 
 
+# Keeping two results, a clearing and a compaction come in one admission once: the clearing rewrites
+# old results, and the summary is asked of the conversation as the server last read it, before that.
+@pytest.mark.parametrize("keep", [6, 2])
 def test_on_its_own_server_the_summary_is_asked_as_one_more_turn_of_the_conversation(
-    tmp_path: Path,
+    tmp_path: Path, keep: int
 ) -> None:
     """llama-server keeps one slot's prompt and reads again only what follows the longest prefix it
     shares with the new one. A summary under its own system prompt shared nothing: measured with the
@@ -120,7 +123,7 @@ def test_on_its_own_server_the_summary_is_asked_as_one_more_turn_of_the_conversa
     held-out round. Asked as one more turn, the server reads only that turn."""
     files = make_files(tmp_path, 12, 2400)
     provider = FakeProvider(reader_model(files, batch=False))
-    policy = Policy(clear_at=0.5, compact_at=0.6)
+    policy = Policy(clear_at=0.5, compact_at=0.6, keep_tool_results=keep)
     agent, rec, _ = make_agent(tmp_path, provider, window=4096, policy=policy)
     assert agent.run(PROMPT).reason == "end_turn"
     sent = provider.requests

@@ -83,8 +83,11 @@ def _summary_request(room: Room) -> tuple[Request, Count]:
     fits (the server reads only that turn), else the transcript, shrunk to fit the summary lane."""
     lane = room.summary
     limit = summary_limit(lane.budget.reserve)
-    if lane.own:
-        continued = continued_summary_request(room.request, limit, room.instructions)
+    # The conversation as the server's cache holds it first (before a clearing of this admission); the
+    # summary reads the results that clearing took out too.
+    cached = room.cached if room.cached != room.request else None
+    for request in [r for r in (cached, room.request) if r is not None] if lane.own else []:
+        continued = continued_summary_request(request, limit, room.instructions)
         count = lane.count(continued)
         if count.tokens <= lane.budget.available:
             return continued, count

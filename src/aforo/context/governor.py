@@ -270,6 +270,7 @@ class Governor:
             summary=self._summarizer(provider, cancel, until),
             force=force,
             instructions=instructions,
+            cached=request,
         )
 
     def _summarizer(
