@@ -168,6 +168,11 @@ def test_sentences_and_decisions() -> None:
     assert not recall_only("We decided to drop the YAML loader.")  # a statement, not a question
     assert decisions_in("What did we decide to focus on, and why?") == []  # asks, decides nothing
     assert recall_only("Remind me what we decided")
+    # A decision asked after by the other verbs it is taken with.
+    assert recall_only("What did we choose, and why?")
+    assert recall_only("Which option have we picked?") and recall_only("What did we go with?")
+    assert recall_only("Tell me what we settled on.") and recall_only("What was our decision?")
+    assert not recall_only("Which function chooses the encoding?")  # about the code
 
 
 def test_a_decision_is_kept_as_one_not_also_as_a_rule() -> None:

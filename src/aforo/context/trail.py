@@ -37,11 +37,16 @@ from aforo.store.redact import redact
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n+")
 # A question about the session itself, not the code: what was asked, read, found, decided or answered.
+# A decision is also chosen, picked, settled on or gone with (the verbs `statements` reads decisions by):
+# "What did we choose, and why?" was taken for a question about the code, answered from a conversation
+# compacted twice, and the 1.5B gave the user's rule as the choice (colorama, a development session).
 _ABOUT_SESSION = re.compile(
-    r"\b(my (first |original |main |last |previous )?(question|goal|request|rules?|task)|"
-    r"(did|have) (we|you|i) (decide|decided|agree|agreed|read|search|searched|open|opened|look|looked|find|"
+    r"\b(my (first |original |main |last |previous )?(question|goal|request|rules?|task)|our decisions?|"
+    r"(did|have) (we|you|i) (decide|decided|agree|agreed|choose|chose|chosen|pick|picked|settle|settled|"
+    r"go with|gone with|opt|opted|read|search|searched|open|opened|look|looked|find|"
     r"found|say|said|ask|asked|conclude|concluded)|"
-    r"(we|you|i) (decided|agreed|said|concluded|asked|read|found|looked at)|"
+    r"(we|you|i) (decided|agreed|chose|picked|settled on|went with|opted for|said|concluded|asked|read|"
+    r"found|looked at)|"
     r"(in|during) (this|the|our) (session|conversation)|(discussed|covered|done) so far|remind me|recap|"
     r"what (rules?|constraints?)|which rules?)\b",
     re.IGNORECASE,
