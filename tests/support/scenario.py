@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aforo.context.budget import Budget
-from aforo.context.governor import Governor
+from aforo.context.governor import GovernedLane, Governor
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
@@ -60,11 +60,10 @@ def make_agent(
     rec = Recorder()
     journal = journal or MemoryJournal()
     governor = Governor(
-        budget=Budget(window, max_tokens, "test"),
+        GovernedLane(budget=Budget(window, max_tokens, "test"), counter=counter),
         policy=policy or Policy(),
         journal=journal,
         emit=rec,
-        counter=counter,
     )
     agent = Agent(
         provider=provider,
