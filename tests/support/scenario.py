@@ -17,6 +17,7 @@ from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
 from aforo.events import Event, RunResult
 from aforo.loop.agent import Agent
+from aforo.loop.budgets import RunBudget
 from aforo.messages import Request, SystemPart, ToolResult
 from aforo.protocols import Provider, TokenCounter
 from aforo.providers.fake import FakeProvider, FakeTurn
@@ -71,7 +72,7 @@ def make_agent(
         governor=governor,
         system=(SystemPart("You are a test assistant.", "system prompt"),),
         emit=rec,
-        max_turns=max_turns,
+        run_budget=RunBudget(turns=max_turns),
     )
     return agent, rec, journal
 

@@ -27,6 +27,7 @@ from aforo.context.summary_request import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, su
 from aforo.errors import AforoError, ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.loop.agent import Agent
+from aforo.loop.budgets import RunBudget
 from aforo.loop.cited import Checker
 from aforo.loop.prompt import system_prompt
 from aforo.messages import Request
@@ -203,8 +204,7 @@ def build_runtime(
         governor=governor,
         system=prompt.parts,
         emit=emit,
-        max_turns=cfg.max_turns,
-        time_budget=cfg.time_budget,
+        run_budget=RunBudget(cfg.max_turns, cfg.time_budget),
         temperature=cfg.temperature,
         live_text=live,
         constrained=constrained,
