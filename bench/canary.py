@@ -14,7 +14,7 @@ import sys
 from dataclasses import dataclass
 
 from aforo.context.budget import Budget
-from aforo.context.governor import Governor
+from aforo.context.governor import GovernedLane, Governor
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
 from aforo.context.tokens import conversation_bytes
@@ -120,7 +120,7 @@ def run_canary() -> CanaryResult:
     )
     provider = FakeProvider(lambda request: FakeTurn(summary))
     budget = Budget(8192)
-    governor = Governor(budget=budget, policy=Policy(), journal=MemoryJournal(), emit=discard)
+    governor = Governor(GovernedLane(budget=budget), policy=Policy(), journal=MemoryJournal(), emit=discard)
     system = (SystemPart("You are a read-only coding assistant.", "system prompt"),)
     request = Request("m", system, (), tuple(messages), budget.reserve)
     governor.conversation.replace(messages)

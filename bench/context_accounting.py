@@ -16,7 +16,7 @@ import sys
 import time
 
 from aforo.context.budget import Budget
-from aforo.context.governor import Governor
+from aforo.context.governor import GovernedLane, Governor
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
 from aforo.context.tokens import estimate_request
@@ -48,7 +48,7 @@ def per_turn_ms(size: int) -> float:
     while len(messages) < size - 2 * MEASURED_TURNS:
         messages += exchange(rnd, len(messages))
     governor = Governor(
-        budget=Budget(100_000_000, 8192), policy=Policy(), journal=MemoryJournal(), emit=discard
+        GovernedLane(budget=Budget(100_000_000, 8192)), policy=Policy(), journal=MemoryJournal(), emit=discard
     )
     provider = FakeProvider(lambda request: FakeTurn(""))  # answers the rare crossing probes
     system = (SystemPart("You are a test assistant.", "system prompt"),)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from aforo.context.budget import Budget
 from aforo.context.counting import Meter
-from aforo.context.governor import Governor
+from aforo.context.governor import GovernedLane, Governor
 from aforo.context.lanes import Lane
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
@@ -21,6 +21,7 @@ from aforo.events import ModelCheck
 from aforo.loop.agent import Agent
 from aforo.messages import Message, Request, SystemPart
 from aforo.providers.fake import FakeProvider, FakeTurn
+from aforo.records import Where
 from aforo.server_kinds import KINDS
 from aforo.servers.kind import ServerInfo
 from aforo.servers.open_lane import OpenLane
@@ -50,12 +51,10 @@ def lanes_agent(
         meter=Meter(None, rec),
     )
     governor = Governor(
-        budget=Budget(window, 8192, "test"),
+        GovernedLane(budget=Budget(window, 8192, "test"), name="standard", model=main.model),
         policy=policy or Policy(),
         journal=journal,
         emit=rec,
-        model=main.model,
-        lane="standard",
         compaction=lane,
     )
     agent = Agent(
@@ -267,22 +266,41 @@ def test_the_summary_is_sampled_like_the_conversation(tmp_path: Path) -> None:
     assert side.requests and {r.temperature for r in side.requests} == {0.0}
 
 
-def test_an_opened_lane_is_the_summary_lane_of_another_conversation_as_it_is() -> None:
-    provider = FakeProvider([])
-    budget = Budget(2048, max_tokens=256, source="server")
+def opened_lane(provider: FakeProvider, budget: Budget) -> OpenLane:
     server = ServerInfo(kind="llama.cpp", root_url="http://h", v1_url="http://h/v1")
-    opened = OpenLane(
+    return OpenLane(
         name="fast",
         server=server,
         kind=KINDS[2],
+        server_kind="llama.cpp",
         model="small",
         budget=budget,
-        window_source="server",
         provider=provider,
         counter=None,
         window_known=True,
     )
+
+
+def test_an_opened_lane_is_the_summary_lane_of_another_conversation_as_it_is() -> None:
+    provider = FakeProvider([])
+    budget = Budget(2048, max_tokens=256, source="server")
+    opened = opened_lane(provider, budget)
     meter = Meter(None, lambda event: None)
     lane = opened.summary_lane(meter)
     assert (lane.name, lane.model, lane.server) == ("fast", "small", "llama.cpp")
     assert lane.provider is provider and lane.budget is budget and lane.meter is meter
+
+
+def test_a_governor_is_built_on_an_opened_lane_as_it_is() -> None:
+    budget = Budget(2048, max_tokens=256, source="server")
+    governor = Governor(
+        opened_lane(FakeProvider([]), budget),
+        policy=Policy(),
+        journal=MemoryJournal(),
+        emit=lambda event: None,
+    )
+    assert governor.where() == Where(
+        model="small", server="llama.cpp", window=2048, window_source="server", counter="estimate"
+    )
+    assert (governor.lane, governor.budget) == ("fast", budget)
+    assert governor.watch.window_known and governor.summary_lane == "fast"

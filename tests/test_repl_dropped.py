@@ -5,7 +5,7 @@ from __future__ import annotations
 from aforo.cli.session_keeper import INTERRUPTED_RESULT
 from aforo.context.budget import Budget
 from aforo.context.dropped import dropped
-from aforo.context.governor import Governor
+from aforo.context.governor import GovernedLane, Governor
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
 from aforo.context.stages import clear_old_results
@@ -71,7 +71,7 @@ def test_undo_names_what_it_set_aside() -> None:
 
 def closed(messages: list[Message]) -> tuple[Message, ...]:
     conversation = Governor(
-        budget=Budget(4096), policy=Policy(), journal=MemoryJournal(), emit=discard
+        GovernedLane(budget=Budget(4096)), policy=Policy(), journal=MemoryJournal(), emit=discard
     ).conversation
     conversation.replace(messages)
     conversation.close_pending(INTERRUPTED_RESULT)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import httpx
 
+from aforo.limits import PROBE_WINDOW
 from aforo.server_kinds import KINDS
 from aforo.servers.detect import detect_server
 from aforo.servers.probe import ProbeResult, probe, run_probe_command
@@ -70,6 +71,13 @@ def test_no_limit_up_to_the_maximum_is_none(client: httpx.Client) -> None:
     result, _ = run_probe(client, generic_app(window=10**9), max_window=9000)
     assert result.overflow == "none"
     assert 4000 < result.window <= 9000
+
+
+def test_a_window_past_probe_window_is_reported_as_fitting_up_to_it(client: httpx.Client) -> None:
+    result, _ = run_probe(client, generic_app(window=10**9))
+    assert result.overflow == "none"
+    assert PROBE_WINDOW.value / 2 < result.window <= PROBE_WINDOW.value
+    assert "(probe_window)" in result.source
 
 
 def test_probe_prompts_share_a_prefix_and_ask_for_one_token(client: httpx.Client) -> None:

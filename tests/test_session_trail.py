@@ -18,7 +18,7 @@ from aforo.cli.session_keeper import SessionKeeper
 from aforo.context.compacted import IN_FLIGHT
 from aforo.context.ledger import COMPACTED_HEADER, build_ledger, is_compacted
 from aforo.context.statements import decisions_in
-from aforo.context.trail import Trail, first_sentence, recall_only
+from aforo.context.trail import Trail, checkpoint_facts, first_sentence, recall_only
 from aforo.context.trail_view import BLOCK_HEADER, DEFINED_HEADER, NO_READS, block
 from aforo.limits import TRAIL_ANSWERS, TRAIL_BLOCK_CHARS, TRAIL_ITEM_CHARS, TRAIL_SOURCES
 from aforo.loop.after_answer import correction, in_words
@@ -27,7 +27,7 @@ from aforo.loop.opening import TRAIL_PART
 from aforo.messages import Message, Request, ToolResult, ToolUse
 from aforo.navigate.guide import Navigator
 from aforo.providers.fake import FakeProvider, FakeTurn
-from aforo.records import Decision
+from aforo.records import Decision, Stamp, Where
 from aforo.store.sessions import SessionRecord, SessionStore
 from dialects.openai_app import Call, Reply, make_openai_app
 from support.cli import run_cli
@@ -156,6 +156,18 @@ def test_every_earlier_question_is_shown_cut_shorter_before_any_is_left_out() ->
         "\n  1. The user asked: 'Question 1: word" in shown
         and "\n  19. The user asked: 'Question 19" in shown
     )
+
+
+def test_a_checkpoint_says_what_the_trail_knows_first_then_what_the_conversation_does() -> None:
+    stamp = Stamp(where=Where(model="m"), lane="default")
+    conversation = (Message.user("Explain parse. Never modify any file."),)
+    trail = Trail().absorb(Message.user("Explain how a.py works. Always cite lines."))
+    facts = checkpoint_facts("compact", 100, stamp, conversation, trail, None)
+    assert (facts.reason, facts.tokens_before, facts.stamp) == ("compact", 100, stamp)
+    assert facts.goal == "Explain how a.py works. Always cite lines."
+    assert facts.hard == ("Never modify any file.", "Always cite lines.") and facts.next_action == ""
+    pending = checkpoint_facts("compact", 100, stamp, conversation, trail, "go on")
+    assert pending.next_action == "answer the request in flight: go on"
 
 
 def test_sentences_and_decisions() -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from aforo.context.ledger import SUMMARY_HEADER, is_compacted
 from aforo.context.policy import Policy
+from aforo.loop.budgets import RunBudget
 from aforo.messages import MessageEnd, Request, StreamEvent, StreamText, StreamToolCall, Usage
 from aforo.providers.fake import FakeProvider, FakeTurn
 from faults.server import misbehaving_app, openai_chunk, sse
@@ -53,7 +54,7 @@ def test_past_the_time_budget_the_model_is_asked_to_answer_from_what_it_has(tmp_
     clock = Clock(80.0)
     provider = FakeProvider(reader(clock))
     agent, rec, _ = make_agent(tmp_path, provider)
-    agent.time_budget, agent.clock = 150.0, clock
+    agent.run_budget, agent.clock = RunBudget(seconds=150.0), clock
     result = agent.run("What do these files do?")
     assert (result.reason, result.answer, result.turns) == ("end_turn", ANSWER, 3)
     assert [r.answer_only for r in provider.requests] == [False, False, True]
@@ -71,7 +72,7 @@ def test_a_model_that_keeps_calling_tools_past_the_budget_ends_time_budget(tmp_p
     clock = Clock(80.0)
     provider = FakeProvider(reader(clock, obeys=False))
     agent, _rec, _ = make_agent(tmp_path, provider)
-    agent.time_budget, agent.clock = 150.0, clock
+    agent.run_budget, agent.clock = RunBudget(seconds=150.0), clock
     result = agent.run("What do these files do?")
     assert result.reason == "time_budget" and result.turns == 3
     assert "time budget of 150 s" in (result.error or "") and "--time-budget" in (result.error or "")
@@ -106,7 +107,7 @@ def test_the_answer_asked_for_after_the_budget_is_stopped_at_its_share_as_far_as
     clock = Clock(0.0)
     provider = SlowAnswer(clock)
     agent, _rec, _ = make_agent(tmp_path, provider)
-    agent.time_budget, agent.clock = 150.0, clock
+    agent.run_budget, agent.clock = RunBudget(seconds=150.0), clock
     result = agent.run("What do these files do?")
     # 150 s and a fifth of it for the answer: what came by 180 s is kept, the rest never read.
     assert result.reason == "time_budget"
@@ -186,7 +187,7 @@ def test_a_summary_past_its_share_of_the_time_gives_way_to_aforos_record_and_the
 
     policy = Policy(clear_at=0.6, compact_at=0.6, keep_tool_results=10)  # compacts after the third Read
     agent, events, journal = make_agent(tmp_path, SlowSummary(respond), policy=policy)
-    agent.time_budget, agent.clock = 150.0, clock
+    agent.run_budget, agent.clock = RunBudget(seconds=150.0), clock
     result, took = run_then_release(agent, "What do the four files define?", release)
     assert took < 4.0, f"the summary held the question for {took:.1f} s past its share"
     assert result.reason == "end_turn" and result.answer == "The four files define f_0_0 to f_3_74.", result

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from aforo.errors import LimitExceeded, ToolError
+from aforo.limits import LINE_DIGITS
 from aforo.protocols import ToolContext
 from aforo.tools import LS, Read, read_tool
 from aforo.tools.deadline import Interrupted
@@ -87,6 +88,14 @@ def test_offset_past_the_end(ws: Path) -> None:
     out = Read().run({"file_path": "a.txt", "offset": 9}, ToolContext(workspace=ws))
     assert not out.is_error
     assert "2 lines" in out.content and "past the end" in out.content
+
+
+def test_a_line_number_is_read_up_to_line_digits_digits_and_refused_past_them(ws: Path) -> None:
+    (ws / "a.txt").write_text("x\ny\n")
+    longest = "9" * int(LINE_DIGITS.value)
+    assert "past the end" in read(ws, file_path=f"a.txt:{longest}")
+    with pytest.raises(ToolError, match="names no line"):
+        read(ws, file_path=f"a.txt:{longest}9")
 
 
 def test_empty_file(ws: Path) -> None:

@@ -53,6 +53,9 @@ JSON_INTEGER = limit(
 )
 TOOL_SECONDS = limit("tool_seconds", 30, "seconds", "wall time of one tool call")
 READ_BYTES = limit("read_bytes", 256 * MiB, "bytes", "file bytes one Read call scans")
+# A line number a Read names (`a.py:N`): no file it scans has more lines than 18 digits count, and int()
+# refuses past 4 300 (a model's 5 000-digit number was "internal error in tool Read", issue 39 D14).
+LINE_DIGITS = limit("line_digits", 18, "digits", "the line number a Read call names (`path:N`)")
 SYMBOL_FILE_BYTES = limit(
     "symbol_file_bytes",
     2 * MiB,
@@ -174,6 +177,11 @@ USAGE_TOKENS = limit(
     "tokens",
     "one count in a server's usage report; a report past it is ignored, with a warning",
 )
+# `aforo probe` sends ever larger prompts until one does not fit: a server that takes this many tokens
+# is reported as fitting up to it. One probe request is answered whole (not streamed), its prompt read
+# first, so it waits for what a read_timeout would allow a streamed one.
+PROBE_WINDOW = limit("probe_window", 262_144, "tokens", "the largest window `aforo probe` measures")
+PROBE_SECONDS = limit("probe_seconds", 600, "seconds", "one request of `aforo probe`, answered whole")
 RETRY_AFTER = limit(
     "retry_after", 30, "seconds", "the longest `Retry-After` aforo waits for; longer, it says when to retry"
 )

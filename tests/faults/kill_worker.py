@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from aforo.cli.session_keeper import LATEST, SessionKeeper, find_session
 from aforo.context.budget import Budget
-from aforo.context.governor import Governor
+from aforo.context.governor import GovernedLane, Governor
 from aforo.context.policy import Policy
 from aforo.errors import StoreError
 from aforo.events import Event
@@ -49,7 +49,9 @@ def main(workspace: Path, run: int) -> int:
     telemetry = Telemetry()
     keeper = SessionKeeper(store, record, quiet)
     journal = StoreJournal(keeper.session_id, CheckpointStore(checkpoints_dir()), telemetry, quiet)
-    governor = Governor(budget=Budget(4096, 8192, "test"), policy=Policy(), journal=journal, emit=keeper)
+    governor = Governor(
+        GovernedLane(budget=Budget(4096, 8192, "test")), policy=Policy(), journal=journal, emit=keeper
+    )
     agent = Agent(
         provider=FakeProvider(reader_model(files, batch=False)),
         tools=default_registry(workspace),

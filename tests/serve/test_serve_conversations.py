@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from aforo.context.budget import Budget
-from aforo.context.governor import Governor
+from aforo.context.governor import GovernedLane, Governor
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
 from aforo.gateway.conversations import Conversations
@@ -11,9 +11,8 @@ from aforo.messages import Message, Request
 
 
 def governor(model: str) -> Governor:
-    return Governor(
-        budget=Budget(4096), policy=Policy(), journal=MemoryJournal(), emit=lambda e: None, model=model
-    )
+    lane = GovernedLane(budget=Budget(4096), model=model)
+    return Governor(lane, policy=Policy(), journal=MemoryJournal(), emit=lambda e: None)
 
 
 def request(*texts: str, model: str = "m") -> Request:

@@ -11,13 +11,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aforo.context.budget import Budget
-from aforo.context.governor import Governor
+from aforo.context.governor import GovernedLane, Governor
 from aforo.context.ledger import is_compacted
 from aforo.context.memory_journal import MemoryJournal
 from aforo.context.policy import Policy
 from aforo.context.summary_request import SUMMARY_ASK
 from aforo.events import Event, RunResult
 from aforo.loop.agent import Agent
+from aforo.loop.budgets import RunBudget
 from aforo.messages import Request, SystemPart, ToolResult
 from aforo.protocols import Provider, TokenCounter
 from aforo.providers.fake import FakeProvider, FakeTurn
@@ -61,11 +62,10 @@ def make_agent(
     rec = Recorder()
     journal = journal or MemoryJournal()
     governor = Governor(
-        budget=Budget(window, max_tokens, "test"),
+        GovernedLane(budget=Budget(window, max_tokens, "test"), counter=counter),
         policy=policy or Policy(),
         journal=journal,
         emit=rec,
-        counter=counter,
     )
     agent = Agent(
         provider=provider,
@@ -73,7 +73,7 @@ def make_agent(
         governor=governor,
         system=(SystemPart("You are a test assistant.", "system prompt"),),
         emit=rec,
-        max_turns=max_turns,
+        run_budget=RunBudget(turns=max_turns),
     )
     return agent, rec, journal
 

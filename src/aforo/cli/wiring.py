@@ -21,11 +21,13 @@ from aforo.cli.first_contact import not_an_llm_server, not_llm_message
 from aforo.cli.routes import Route, compact_route
 from aforo.context.budget import Budget
 from aforo.context.counting import Meter
+from aforo.context.governor import Governor
 from aforo.context.lanes import DEFAULT_LANE, Lane
 from aforo.context.summary_request import MIN_SUMMARY_WORDS, WORDS_PER_TOKEN, summary_request
 from aforo.errors import AforoError, ConfigError
 from aforo.events import EventSink, Info, Warning
 from aforo.loop.agent import Agent
+from aforo.loop.budgets import RunBudget
 from aforo.loop.cited import Checker
 from aforo.loop.prompt import system_prompt
 from aforo.messages import Request
@@ -36,7 +38,7 @@ from aforo.server_kinds import KINDS
 from aforo.servers.counters import make_counter
 from aforo.servers.detect import detect_server
 from aforo.servers.kind import Connection, ServerInfo, ServerKind, kind_named
-from aforo.servers.open_lane import OpenLane, governor_for
+from aforo.servers.open_lane import OpenLane
 from aforo.servers.probe_store import ProbeStore
 from aforo.servers.windows import resolve_window
 from aforo.tools.registry import default_registry
@@ -103,13 +105,13 @@ def open_lane(
     counter = make_counter(kind.counter, client, server.root_url, model, tokenizer)
     known = served is not None or remembered is not None
     return OpenLane(
-        name=route.name,
         server=server,
         kind=kind,
-        model=model,
-        budget=budget,
-        window_source=resolution.source,
         provider=provider,
+        budget=budget,
+        name=route.name,
+        model=model,
+        server_kind=server.kind,
         counter=counter,
         window_known=known,
     )
@@ -139,7 +141,7 @@ def _check_summary_room(lane: OpenLane, meter: Meter) -> None:
     needs, budget = meter.count(smallest).tokens, lane.budget
     if needs > budget.available or budget.reserve < math.ceil(MIN_SUMMARY_WORDS / WORDS_PER_TOKEN):
         raise ConfigError(
-            f"lane {lane.name!r}: its window of {budget.window} tokens ({lane.window_source}) cannot "
+            f"lane {lane.name!r}: its window of {budget.window} tokens ({budget.source}) cannot "
             f"hold a summary request: even an empty one needs {needs} tokens plus room for a summary of "
             f"{MIN_SUMMARY_WORDS} words, and {budget.available} are left after reserving {budget.reserve} "
             "for the answer. Give that lane a larger context_window, or compact on another lane."
@@ -161,7 +163,7 @@ def _compaction_lane(
         route = replace(route, model=cfg.aliases.get(route.model, route.model))
     # On the conversation's server it is the same kind; another server is detected on its own.
     same = route.base_url == main_route.base_url
-    side = open_lane(client, route, cfg, emit, kinds, hint=main.server.kind if same else None)
+    side = open_lane(client, route, cfg, emit, kinds, hint=main.server_kind if same else None)
     meter = Meter(side.counter, emit)
     _check_summary_room(side, meter)
     return side.summary_lane(meter)
@@ -185,7 +187,7 @@ def build_runtime(
     # is likely (a server that does not refuse, with a window nobody measured) are they held until
     # checked.
     live = main.kind.loud or main.window_known
-    governor = governor_for(main, cfg.policy, journal, emit, compaction)
+    governor = Governor(main, policy=cfg.policy, journal=journal, emit=emit, compaction=compaction)
     # One symbol cache for the workspace: the tools, the map, the pre-search and the citation check.
     symbols = SymbolCache(cfg.workspace, cache_path(cfg.workspace))
     registry = default_registry(cfg.workspace, symbols)
@@ -202,8 +204,7 @@ def build_runtime(
         governor=governor,
         system=prompt.parts,
         emit=emit,
-        max_turns=cfg.max_turns,
-        time_budget=cfg.time_budget,
+        run_budget=RunBudget(cfg.max_turns, cfg.time_budget),
         temperature=cfg.temperature,
         live_text=live,
         constrained=constrained,
@@ -237,10 +238,10 @@ def _info(cfg: Config, main: OpenLane, compaction: Lane | None) -> dict[str, obj
         "workspace": str(cfg.workspace),
         "lane": main.name,
         "model": main.model,
-        "server": main.server.kind,
+        "server": main.server_kind,
         "base_url": main.server.root_url,
         "window": main.budget.window,
-        "window_source": main.window_source,
+        "window_source": main.budget.source,
         "reserve": main.budget.reserve,
         "counter": main.counter.name if main.counter else "estimate",
         "max_turns": cfg.max_turns,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import partial
 
 from aforo.context.breakdown import Breakdown, break_down
@@ -47,29 +47,38 @@ def _changed(room: Room, request: Request, checkpoint: str | None) -> Admitted:
     return Admitted(request=room.request, count=room.before, restore=back, checkpoint=checkpoint)
 
 
+@dataclass(frozen=True, kw_only=True)
+class GovernedLane:
+    """The lane a conversation runs on, as its governor knows it: the window it starts from, how its
+    tokens are counted, whether that window was measured, and what records say of it. The front doors'
+    opened lane (`aforo.servers.open_lane.OpenLane`) is one, with its server and provider besides."""
+
+    budget: Budget
+    name: str = DEFAULT_LANE
+    model: str = ""
+    server_kind: str = ""
+    counter: TokenCounter | None = None  # None: the governor estimates
+    window_known: bool = False  # the window came from the server or a probe, not a default
+
+
 class Governor:
     def __init__(
         self,
+        lane: GovernedLane,
         *,
-        budget: Budget,
         policy: Policy,
         journal: Journal,
         emit: EventSink,
-        counter: TokenCounter | None = None,
-        model: str = "",
-        server: str = "",
-        window_known: bool = False,
-        lane: str = DEFAULT_LANE,
         compaction: Lane | None = None,
     ) -> None:
         self.policy, self.journal, self.emit = policy, journal, emit
-        self.model, self.server = model, server
+        self.model, self.server = lane.model, lane.server_kind
         # The conversation's lane, and the one summary requests go to instead (None: this one).
-        self.lane, self.compaction = lane, compaction
-        self.served = Served(lane, model)
-        self._budget = budget
-        self.meter = Meter(counter, emit)
-        self.watch = Watch(self.meter, emit, window_known=window_known)
+        self.lane, self.compaction = lane.name, compaction
+        self.served = Served(lane.name, lane.model)
+        self._budget = lane.budget  # the governor's own from here: a server's overflow may shrink it
+        self.meter = Meter(lane.counter, emit)
+        self.watch = Watch(self.meter, emit, window_known=lane.window_known)
         self.conversation = Conversation(self.meter, self.watch)
         self.pipeline = Pipeline(
             journal=journal, emit=emit, conversation=self.conversation, served=self.served, stamp=self._stamp

@@ -16,7 +16,7 @@ from typing import Any
 from aforo.context.statements import constraints_of
 from aforo.limits import LABEL_CHARS
 from aforo.messages import Message, ToolUse
-from aforo.records import CheckpointFacts, Decision, Evidence, Stamp
+from aforo.records import Decision, Evidence
 
 COMPACTED_HEADER = "[Conversation compacted by aforo to save context."
 SUMMARY_HEADER = "## Summary of the work so far"
@@ -237,22 +237,4 @@ def build_ledger(messages: list[Message] | tuple[Message, ...]) -> Ledger:
         decisions=decisions_of(sections.get("decisions", "")),
         next_action=" ".join(sections.get("next action", "").split()),
         facts=tuple(facts.items()),
-    )
-
-
-def checkpoint_facts(
-    reason: str, messages: list[Message] | tuple[Message, ...], tokens_before: int, stamp: Stamp
-) -> CheckpointFacts:
-    """What a checkpoint of `messages` says about them, stamped with the conversation's lane."""
-    led = build_ledger(messages)
-    return CheckpointFacts(
-        reason=reason,
-        tokens_before=tokens_before,
-        stamp=stamp,
-        goal=led.goal,
-        hard=led.hard,
-        soft=led.soft,
-        decisions=led.decisions,
-        evidence=led.evidence,
-        next_action=led.next_action,
     )

@@ -13,11 +13,10 @@ from collections.abc import Callable
 from aforo.context.compacted import in_flight
 from aforo.context.conversation import Conversation
 from aforo.context.lanes import Served
-from aforo.context.ledger import checkpoint_facts
 from aforo.context.plan import Applied, Plan
 from aforo.context.rows import rejection, transformation
 from aforo.context.tokens import Count
-from aforo.context.trail import with_trail
+from aforo.context.trail import checkpoint_facts
 from aforo.context.transforms import Kind
 from aforo.errors import StoreError, TransformError
 from aforo.events import ContextAction, EventSink, Warning, phase
@@ -97,9 +96,9 @@ class Pipeline:
         reason = kind.checkpoint_reason(request.messages)
         if reason is None:
             return None
-        facts = checkpoint_facts(reason, request.messages, before.tokens, self.stamp())
         pending = in_flight(request.messages)
-        facts = with_trail(facts, self.conversation.trail, pending.request if pending else None)
+        trail, asked = self.conversation.trail, pending.request if pending else None
+        facts = checkpoint_facts(reason, before.tokens, self.stamp(), request.messages, trail, asked)
         try:
             checkpoint = self.journal.checkpoint(request.messages, facts)
         except StoreError as exc:

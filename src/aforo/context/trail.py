@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from aforo.context.ledger import (
+    build_ledger,
     evidence_source,
     is_compacted,
     requests_in,
@@ -32,7 +33,7 @@ from aforo.limits import (
     TRAIL_SOURCES,
 )
 from aforo.messages import Message
-from aforo.records import CheckpointFacts, Decision, Evidence
+from aforo.records import CheckpointFacts, Decision, Evidence, Stamp
 from aforo.store.redact import redact
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])|\n+")
@@ -226,11 +227,20 @@ def _bounded_unique(items: Iterable[Any], limit: int) -> tuple[Any, ...]:
     return tuple(dict.fromkeys(items))[-limit:]
 
 
-def with_trail(facts: CheckpointFacts, trail: Trail, pending: str | None) -> CheckpointFacts:
-    """A checkpoint's goal, constraints, decisions, evidence and next action from the trail first (what
-    aforo saw), then from the conversation and the model's summary (`facts`) for what the trail lacks.
-    `pending`: the request at work, which is the next action whatever the summary says."""
-    hard, soft = list(facts.hard), list(facts.soft)
+def checkpoint_facts(
+    reason: str,
+    tokens_before: int,
+    stamp: Stamp,
+    messages: tuple[Message, ...],
+    trail: Trail,
+    pending: str | None,
+) -> CheckpointFacts:
+    """What a checkpoint of `messages` says about them, stamped with the conversation's lane: the goal,
+    constraints, decisions, evidence and next action from the trail first (what aforo saw), then from the
+    conversation and the model's summary (their ledger) for what the trail lacks. `pending`: the request
+    at work, which is the next action whatever the summary says."""
+    ledger = build_ledger(messages)
+    hard, soft = list(ledger.hard), list(ledger.soft)
     for rule in trail.rules:
         h, s = constraints_of(rule)
         hard += [c for c in h if c not in hard]
@@ -238,14 +248,16 @@ def with_trail(facts: CheckpointFacts, trail: Trail, pending: str | None) -> Che
     sources = {source for source, _ in trail.read}
     evidence = (
         *(Evidence(source, fact) for source, fact in trail.read),
-        *(e for e in facts.evidence if e.source not in sources),
+        *(e for e in ledger.evidence if e.source not in sources),
     )
-    return replace(
-        facts,
-        goal=trail.goal or facts.goal,
+    return CheckpointFacts(
+        reason=reason,
+        tokens_before=tokens_before,
+        stamp=stamp,
+        goal=trail.goal or ledger.goal,
         hard=tuple(hard),
         soft=tuple(soft),
-        decisions=_bounded_unique((*trail.decisions, *facts.decisions), 2 * int(TRAIL_RULES.value)),
+        decisions=_bounded_unique((*trail.decisions, *ledger.decisions), 2 * int(TRAIL_RULES.value)),
         evidence=evidence,
-        next_action=f"answer the request in flight: {clip(pending)}" if pending else facts.next_action,
+        next_action=f"answer the request in flight: {clip(pending)}" if pending else ledger.next_action,
     )

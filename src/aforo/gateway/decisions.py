@@ -28,7 +28,7 @@ from aforo.gateway.model_lanes import ModelLanes
 from aforo.messages import MessageEnd
 from aforo.protocols import Journal
 from aforo.records import Stamp, TelemetryRecord
-from aforo.servers.open_lane import OpenLane, governor_for
+from aforo.servers.open_lane import OpenLane
 from aforo.stream import collect
 
 # What became of a request: what `x-aforo-verdict` says. admitted: it fit and went out (a loud
@@ -77,7 +77,7 @@ class Gateway:
         self.conversations = Conversations(self._governor)
 
     def _governor(self, model: str) -> Governor:
-        return governor_for(self.lanes.opened(model), self.policy, self.journal, self.emit)
+        return Governor(self.lanes.opened(model), policy=self.policy, journal=self.journal, emit=self.emit)
 
     def admit(self, inbound: Inbound, client: str) -> Ticket:
         """Admit `inbound` on its conversation's governor. Raises Refused (nothing sent), ConfigError

@@ -24,7 +24,7 @@ from aforo.citations import Verdict
 from aforo.context.conversation import Conversation
 from aforo.context.ledger import CORRECTION, IN_WORDS
 from aforo.events import Cited
-from aforo.loop.budgets import late_note
+from aforo.loop.budgets import RunBudget, late_note
 from aforo.loop.reading import ReadReply
 from aforo.loop.run import End, RunState, out_of_turns
 from aforo.loop.tool_batch import Batch
@@ -43,9 +43,8 @@ def next_step(
     conversation: Conversation,
     *,
     last: bool,
-    max_turns: int,
+    budget: RunBudget,
     reserve: int,
-    seconds: float,
     check: CitationCheck | None = None,
 ) -> str | None:
     """The step to tell when the run goes on asking for something else, None when it simply goes on;
@@ -67,9 +66,10 @@ def next_step(
         return f"the answer {what} ({said!r}); asked again for one in words"
     if batch.stalled and run.answer_only:
         if last:
-            raise out_of_turns(max_turns)
+            raise out_of_turns(budget.turns)
         if run.late:
-            raise End("time_budget", f"the model kept calling tools ({batch.stalled}) {late_note(seconds)}")
+            late = late_note(budget.seconds)
+            raise End("time_budget", f"the model kept calling tools ({batch.stalled}) {late}")
         raise End("no_progress", f"the model kept calling tools ({batch.stalled}) when asked to answer")
     if batch.stalled:
         run.answer_only = True  # the next request allows only the answer

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from aforo.cancel import cancel_on_sigint
@@ -25,9 +25,9 @@ from aforo.context.plan import RecoveryFailed
 from aforo.context.watch import loud_overflow_message, recovery_failed
 from aforo.errors import ContextOverflowError, OutOfTime, ProviderError, RejectedError, TransformError
 from aforo.events import EventSink, Info, RunEnd, RunResult
-from aforo.limits import RUN_SECONDS
 from aforo.loop.after_answer import CitationCheck, next_step
 from aforo.loop.budgets import (
+    RunBudget,
     before_turn,
     late_seconds,
     past_hard_end,
@@ -47,8 +47,6 @@ from aforo.stream import Reply, collect
 from aforo.summarised import compacted, summarised
 from aforo.tools.registry import ToolRegistry
 
-DEFAULT_MAX_TURNS = 25
-
 
 @dataclass(kw_only=True, eq=False)
 class Agent:
@@ -57,9 +55,7 @@ class Agent:
     governor: Governor
     system: tuple[SystemPart, ...]
     emit: EventSink
-    max_turns: int = DEFAULT_MAX_TURNS
-    # Seconds a question may take before the model is asked to answer from what it has.
-    time_budget: float = RUN_SECONDS.value
+    run_budget: RunBudget = field(default_factory=RunBudget)  # the model calls and seconds of one question
     clock: Callable[[], float] = time.monotonic
     temperature: float | None = None
     # Stream the answer as it arrives (a truncated one is then marked discarded by its turn_end); False:
@@ -114,10 +110,10 @@ class Agent:
         prompt frames is not repeated, only the question typed about it. `answer_first`: the first call
         allows only the answer (a question about piped text that asks nothing of the workspace)."""
         cancel = cancel or threading.Event()
-        deadline = self.clock() + self.time_budget
+        deadline = self.clock() + self.run_budget.seconds
         asked = prompt if question is None else question
         run = RunState(question=asked, compacted=compacted(self.messages), deadline=deadline)
-        run.hard = deadline + late_seconds(self.time_budget)
+        run.hard = deadline + late_seconds(self.run_budget.seconds)
         opened = open_run(
             self.governor.conversation,
             self.system,
@@ -135,10 +131,10 @@ class Agent:
         run.answer_only = answer_first or bool(opened.record) or opened.answer_only
         try:
             with cancel_on_sigint(cancel):
-                for turn in range(1, self.max_turns + 1):
+                for turn in range(1, self.run_budget.turns + 1):
                     self._turn(turn, cancel, run)
                 stop_if(cancel)
-                raise out_of_turns(self.max_turns)
+                raise out_of_turns(self.run_budget.turns)
         except End as end:
             result = run.result(end)
         except KeyboardInterrupt:
@@ -154,14 +150,14 @@ class Agent:
     def _turn(self, turn: int, cancel: threading.Event, run: RunState) -> None:
         """Call the model and act on its answer: run its tools (the run goes on) or end the run."""
         stop_if(cancel)
-        for note in before_turn(run, turn, self.max_turns, self.clock(), self.time_budget):
+        for note in before_turn(run, turn, self.run_budget, self.clock()):
             self.emit(Info(fields={"step": note}))
         read = self._call(turn, cancel, run)
         stop_if(cancel)
         if read.uses and not run.answer_only and self.clock() >= run.deadline:
             # Calls chosen as the budget ran out: none is run, the answer is asked for at once.
             run.answer_only = True
-            self.emit(Info(fields={"step": spent_during(self.time_budget)}))
+            self.emit(Info(fields={"step": spent_during(self.run_budget.seconds)}))
             return
         gov = self.governor
         cap, room = gov.tool_cap(), gov.results_room(run.context)
@@ -180,16 +176,15 @@ class Agent:
         )
         if batch.ran:
             run.ran(self.messages[-2].tool_uses)
-        last, reserve = turn == self.max_turns, gov.budget.reserve
+        last, reserve = turn == self.run_budget.turns, gov.budget.reserve
         step = next_step(
             batch,
             read,
             run,
             gov.conversation,
             last=last,
-            max_turns=self.max_turns,
+            budget=self.run_budget,
             reserve=reserve,
-            seconds=self.time_budget,
             check=self.check,
         )
         if step is not None:
@@ -200,7 +195,7 @@ class Agent:
         gov, refused = self.governor, None
         until = partial(past_hard_end, self.clock, run)  # the question's time is up: stop the call
         # A compaction's summary gets a share of it; then aforo's record stands in for the summary.
-        summary_until = partial(past_summary_share, self.clock, run, self.time_budget)
+        summary_until = partial(past_summary_share, self.clock, run, self.run_budget.seconds)
         while True:
             try:
                 view = recall_view(self.messages[run.since :], run.record) if run.record else None
@@ -237,7 +232,7 @@ class Agent:
                     shown.settle(
                         read_reply(Reply(exc.partial, (), MessageEnd(Usage(), "end_turn")), self.tools, ())
                     )
-                raise End("time_budget", stopped_note(self.time_budget), exc.partial) from exc
+                raise End("time_budget", stopped_note(self.run_budget.seconds), exc.partial) from exc
             except ContextOverflowError as exc:
                 # One recovery: adopt the window the server named, compact once (on the compaction
                 # lane), retry once.

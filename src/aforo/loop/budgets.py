@@ -10,12 +10,22 @@ has them not run, the answer is asked for at once, and at `hard_end` (the budget
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
-from aforo.limits import LATE_ANSWER_SHARE, SUMMARY_TIME_SHARE
+from aforo.limits import LATE_ANSWER_SHARE, RUN_SECONDS, SUMMARY_TIME_SHARE
 from aforo.loop.run import End, RunState
 
 # Turns past the time budget: the answer asked for, and once more if it said nothing.
 LATE_TURNS = 2
+
+
+@dataclass(frozen=True)
+class RunBudget:
+    """What one question may take: model calls (--max-turns) and seconds (--time-budget); on its last
+    turn, and past its seconds, the model is asked to answer from what it has."""
+
+    turns: int = 25
+    seconds: float = RUN_SECONDS.value
 
 
 def late_note(seconds: float) -> str:
@@ -51,10 +61,10 @@ def past_hard_end(clock: Callable[[], float], run: RunState) -> bool:
     return clock() >= run.hard
 
 
-def before_turn(run: RunState, turn: int, max_turns: int, now: float, seconds: float) -> list[str]:
+def before_turn(run: RunState, turn: int, budget: RunBudget, now: float) -> list[str]:
     """Before `turn` starts at `now`: the steps to tell where a budget is spent just now (the answer is
     asked for); raises `End` when the late turns are used up."""
-    steps = []
+    steps, max_turns, seconds = [], budget.turns, budget.seconds
     if now >= run.hard:
         raise End("time_budget", f"no time was left for an answer {late_note(seconds)}")
     if now >= run.deadline:

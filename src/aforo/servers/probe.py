@@ -25,6 +25,7 @@ from typing import Literal, TextIO
 import httpx
 
 from aforo.errors import ConfigError, ContextOverflowError, ProtocolError, ProviderError, StoreError
+from aforo.limits import PROBE_SECONDS, PROBE_WINDOW
 from aforo.servers.detect import detect_server
 from aforo.servers.kind import ServerInfo, ServerKind, kind_named
 from aforo.servers.probe_store import ProbeStore
@@ -44,8 +45,6 @@ FITS_SLACK = 0.01
 FITS_SLACK_MIN = 8
 COLLAPSE_RATIO = 0.5  # a cut prompt reported below half of the largest fitting one: a collapse
 GUESS_MARGIN = 0.02  # a guessed window g is tested at g*(1 - margin) and g*(1 + margin)
-MAX_WINDOW = 262_144
-REQUEST_TIMEOUT = 600.0
 
 
 @dataclass(frozen=True)
@@ -89,7 +88,7 @@ class _Prober:
             "temperature": 0,
             "stream": False,
         }
-        doc = post_json(self.client, self.url, body, REQUEST_TIMEOUT, model=self.model)
+        doc = post_json(self.client, self.url, body, float(PROBE_SECONDS.value), model=self.model)
         usage = doc.get("usage") if isinstance(doc, dict) else None
         reported = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if not isinstance(reported, int) or reported <= 0:
@@ -170,7 +169,7 @@ def probe(
     model: str,
     *,
     progress: Callable[[str], None],
-    max_window: int = MAX_WINDOW,
+    max_window: int = int(PROBE_WINDOW.value),
 ) -> ProbeResult:
     """Measure the effective window of `model` on the server and how it overflows."""
     prober = _Prober(client, server_info, model, progress)
@@ -201,7 +200,7 @@ def probe(
         guesses += [p for p in (2**k for k in range(10, 21)) if lo < p < hi]
     overflow: Overflow = next((o for o in ("error", "truncate", "collapse") if o in seen), "none")
     if hi is None:
-        source = f"fits up to {lo} tokens (probe limit), {len(prober.samples)} requests"
+        source = f"fits up to {lo} tokens (probe_window), {len(prober.samples)} requests"
     else:
         source = f"bisection {lo}..{hi} tokens, {len(prober.samples)} requests"
     return ProbeResult(lo, overflow, source, prober.samples)
@@ -211,7 +210,7 @@ OVERFLOW_MEANING: dict[str, str] = {
     "error": "the server refuses a prompt that does not fit (aforo maps the error; nothing is lost)",
     "truncate": "the server silently drops the oldest part of a prompt that does not fit",
     "collapse": "the server silently answers from a tiny remnant of a prompt that does not fit",
-    "none": "no limit found up to the probe's maximum",
+    "none": "no limit found up to the probe's maximum (probe_window)",
 }
 
 

@@ -38,7 +38,6 @@ class StoreJournal:
 
     def checkpoint(self, messages: tuple[Message, ...], facts: CheckpointFacts) -> str:
         stamp = facts.stamp
-        where = stamp.where
         cp = Checkpoint(
             session_id=self.session(),
             reason=facts.reason,
@@ -48,12 +47,9 @@ class StoreJournal:
             decisions=[{"decision": d.decision, "why": d.why} for d in facts.decisions],
             evidence=[{"source": e.source, "detail": e.detail} for e in facts.evidence],
             next_action=facts.next_action,
-            model=where.model,
-            server=where.server,
-            window=where.window,
-            window_source=where.window_source,
             tokens_before=facts.tokens_before,
-            counter=where.counter,
+            # Where it was made, in the columns a telemetry row has (`record`): the Where's own names.
+            **asdict(stamp.where),
             lane=stamp.lane,
             model_served=stamp.served,
         )

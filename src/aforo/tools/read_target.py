@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from aforo.errors import ToolError
+from aforo.limits import LINE_DIGITS
 from aforo.protocols import ToolContext
 from aforo.tools import ripgrep
 from aforo.tools.names import show
@@ -28,7 +29,6 @@ from aforo.tools.workspace import resolve, root_of
 LINES_BEFORE = 5
 LINES_AROUND = 40
 _LINES = re.compile(r"^(?P<path>.+?):(?P<first>\d+)(?:-(?P<last>\d+))?$")
-LINE_DIGITS = 18  # more names no line of any file (Read scans at most read_bytes)
 _LISTED_NAMES = 24
 _SUGGESTIONS = 5
 
@@ -86,7 +86,7 @@ def named(locate: Locator, spelled: str) -> Target | None:
 def _line(path: str, digits: str) -> int:
     """A line number as `path:N` spells it; thousands of digits are no line (int() refuses more than
     4 300: "internal error in tool Read: ValueError", issue 39 D14)."""
-    if len(digits) > LINE_DIGITS:
+    if len(digits) > LINE_DIGITS.value:
         raise ToolError(
             f"{show(path)}:{digits[:12]}… names no line: its number has {len(digits):,} digits, and no file "
             f"has that many lines. Name a line as {show(path)}:N, or read the file from its start."
