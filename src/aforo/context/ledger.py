@@ -26,6 +26,7 @@ CONTINUE = "Continue the user's task from here."
 # its citations): the model's to act on, never the user's request, rule or decision.
 IN_WORDS = "Answer in your own words, in sentences, not with"
 CORRECTION = "aforo checked the places your answer cites against the workspace"
+RECORD_CHECK = "aforo checked your answer against its record of this session"
 
 # A section header of the summary format (summary_request.SUMMARY_SYSTEM), with or without Markdown emphasis.
 _SECTION = re.compile(
@@ -149,8 +150,9 @@ def is_compacted(message: Message) -> bool:
 
 
 def is_aforos_ask(message: Message) -> bool:
-    """Whether `message` is aforo's own request to the model (`IN_WORDS`, `CORRECTION`), not the user's."""
-    return message.role == "user" and message.text.startswith((IN_WORDS, CORRECTION))
+    """Whether `message` is aforo's own request to the model (`IN_WORDS`, `CORRECTION`, `RECORD_CHECK`),
+    not the user's."""
+    return message.role == "user" and message.text.startswith((IN_WORDS, CORRECTION, RECORD_CHECK))
 
 
 def requests_in(message: Message) -> list[str]:

@@ -26,6 +26,7 @@ from aforo.context.ledger import CORRECTION, IN_WORDS
 from aforo.events import Cited
 from aforo.loop.budgets import RunBudget, late_note
 from aforo.loop.reading import ReadReply
+from aforo.loop.record_check import read_correction
 from aforo.loop.run import End, RunState, out_of_turns
 from aforo.loop.tool_batch import Batch
 from aforo.messages import Message
@@ -99,6 +100,11 @@ def _checked(
         run.corrected, run.answer_only = True, True
         conversation.append(Message.user(correction(wrong)))
         return f"the answer cites what does not hold ({_facts(wrong)}); asked once to correct it"
+    told = read_correction(answer, run.files_read) if run.files_read is not None and answer else None
+    if told and not (run.corrected or last or run.late):
+        run.corrected, run.answer_only = True, True
+        conversation.append(Message.user(told))
+        return "the answer does not name exactly the files aforo's record says were read; asked once again"
     raise End("end_turn", answer=answer, citations=tuple(_cited(v) for v in verdicts))
 
 

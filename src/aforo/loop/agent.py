@@ -37,6 +37,7 @@ from aforo.loop.budgets import (
 )
 from aforo.loop.opening import Defined, Guide, open_run, recall_view
 from aforo.loop.reading import ReadReply, read_reply
+from aforo.loop.record_check import asks_files_read, files_read
 from aforo.loop.run import CANCELLED, CANCELLED_RESULT, End, RunState, out_of_turns, stop_if, turn_end
 from aforo.loop.schema_refusal import refused_schema
 from aforo.loop.shown import Shown
@@ -128,6 +129,8 @@ class Agent:
         # A question only about the session is answered from its trail, shown for it: no tool call
         # first (the 1.5B wrote `Read a.py, Read b.py` asked which files it had read).
         run.record, run.since = opened.record, opened.since
+        if opened.record and asks_files_read(asked):
+            run.files_read = files_read(self.governor.conversation.trail)
         run.answer_only = answer_first or bool(opened.record) or opened.answer_only
         try:
             with cancel_on_sigint(cancel):

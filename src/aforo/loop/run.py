@@ -59,6 +59,8 @@ class RunState:
     # before `since` (the run's first message).
     record: str = ""
     since: int = 0
+    # A question about the files read: the record's list, which its answer must name (loop.record_check).
+    files_read: tuple[str, ...] | None = None
 
     def add(self, end: MessageEnd) -> None:
         self.turns += 1
