@@ -24,6 +24,7 @@ from typing import Any
 
 from aforo import safejson
 from aforo.errors import LimitExceeded
+from aforo.headings import Heading
 from aforo.messages import (
     Call,
     Message,
@@ -40,6 +41,11 @@ ANSWER = "answer"
 # Calls one step may batch. Without a bound the 0.5B model once listed the same four files over and over
 # until the output limit (1 024 tokens, 43 s); a grammar with a bound must close the list.
 MAX_BATCH = 12
+# The first words of the reply format, and the heading of a tool's result in the conversation as the
+# model is shown it (`Result of Read a.py:`): what a model that copies them is known by (loop/copied).
+OPENING = "Reply with one JSON object"
+RESULT_OF = Heading("Result of {call}:", call=r"\w+\b.*")
+ERROR_FROM = Heading("Error from {call}:", call=r"\w+\b.*")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -126,7 +132,7 @@ def instructions(tools: Sequence[ToolSpec]) -> str:
     Nothing in it is a value the model could copy: shown `{"answer": "..."}`, Qwen2.5-Coder 0.5B at the
     server's default temperature answered `...`, four times out of four, and `["file_path", ...]` made it
     read a file named `file_path`. Each key's value is said in words instead."""
-    lines = ["Reply with one JSON object with one of these keys:"]
+    lines = [f"{OPENING} with one of these keys:"]
     for f in forms(tools):
         value = f"a list of {_words(f.primary)}s" if f.batch else f"a {_words(f.primary)}"
         also = ", only those the question needs" if f.batch else ""
@@ -222,7 +228,7 @@ def render(
         for block in message.content:
             if isinstance(block, ToolResult):
                 label = result_label(uses.get(block.tool_use_id))
-                head = f"Error from {label}:" if block.is_error else f"Result of {label}:"
+                head = (ERROR_FROM if block.is_error else RESULT_OF)(call=label)
                 parts.append(f"{head}\n{block.content}")
             elif isinstance(block, TextBlock) and block.text:
                 parts.append(block.text)

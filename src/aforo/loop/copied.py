@@ -16,8 +16,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from aforo import reply_format
 from aforo.citations import PATH
+from aforo.headings import FILE_LINES, FILE_RANGE, LEFT_OUT
 from aforo.messages import ToolSpec
+from aforo.navigate import facts, presearch
+from aforo.tools import find_tool, ls_tool, read_tool
 
 # A place, as the pre-search, Grep and Find write one: `path:line`, then the line's text after a colon
 # or a tab, or a label of a few words (`in Signer.get_signature calls derive_key`).
@@ -27,17 +31,34 @@ _PLACE = re.compile(
 # One place and nothing else, and a question that asks where a thing is.
 _BARE_PLACE = re.compile(rf"`?{PATH}(?::\d+(?:[-–]\d+)?)?`?\.?")
 _WHERE = re.compile(r"\b(?:where|which (?:file|module|folder))\b", re.I)
-# Read's numbered lines (`12\tcode`), and its heading: `path: 392 lines`, `path: lines 1-40 of 392`.
+# Read's numbered lines (`12\tcode`), and its heading, alone or opening a long file's view: `path: 392
+# lines`, `path: lines 1-40 of 392`; a copy may put the path in backticks.
 _NUMBERED = re.compile(r"\d+\t.*")
-_READ_HEADING = re.compile(rf"\(?`?{PATH}`?: (?:at least )?(?:\d+ lines?|lines \d+-\d+ of)\b.*")
-# The headings aforo writes above what it found: the pre-search's, a tool result's in the reply format's
-# conversation (`Result of Read a.py:`), the count of what was left out, the tools' own.
+_COPIED_PATH = rf"`?{PATH}`?"
+_READ_HEADING = re.compile(
+    rf"\(?(?:{FILE_LINES.pattern(path=_COPIED_PATH)}|{FILE_RANGE.pattern(path=_COPIED_PATH)})\b.*"
+)
+# The headings aforo writes above what it found, each taken from the module that writes it: of the long
+# ones (the pre-search's, the files the question names, the reply format's) their first words, of the
+# others the whole line. The pre-search's heading before it began "Before asking you" is still in
+# conversations saved then.
+_OPENINGS = (presearch.OPENING, "aforo searched the workspace", facts.NAMED_OPENING, reply_format.OPENING)
+_WHOLE = (
+    reply_format.RESULT_OF.pattern(),
+    reply_format.ERROR_FROM.pattern(),
+    read_tool.OUTLINE.pattern(),
+    find_tool.DEFINED_AT.pattern(),
+    find_tool.USED_IN.pattern(),
+    ls_tool.LISTING.pattern(),
+)
 _HEADINGS = re.compile(
-    r"(?:Before asking you, aforo\b|aforo searched the workspace\b|The files the question names:"
-    r"|(?:Result of|Error from) \w+\b.*:$|\(\d+ more (?:matches|lines)\b|Reply with one JSON object\b"
-    # Read's outline of a long file, Find's heading, LS's.
-    r"|\(\d+ (?:functions?|class(?:es)?|definitions?)\b.*\)$|[\w.]+ is (?:defined at|used in \d+ lines?):$"
-    r"|\S*/ \(\d+ entr(?:y|ies)\)$)",
+    "|".join(
+        [
+            *(rf"{re.escape(opening)}(?!\w)" for opening in _OPENINGS),
+            rf"{LEFT_OUT.pattern()}(?!\w)",  # the count of what was left out: `(12 more lines not shown`
+            *(rf"(?:{whole})$" for whole in _WHOLE),
+        ]
+    ),
     re.I,
 )
 

@@ -15,12 +15,14 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from aforo.headings import line_count
 from aforo.tools.names import show
 from aforo.tools.roles import CALLS, DEFINES, IMPORTS, TYPED
 
 WHERE, CALLERS, IMPORTERS, COMPARE, OVERVIEW = "where", "calls", "imports", "compare", "overview"
 LENGTH = "length"
 MOST_NAMED = 12  # places one sentence names; the rest are counted
+NAMED_OPENING = "The files the question names:"  # the start of the sentence that counts their lines
 _ASKS = (
     (OVERVIEW, re.compile(
         r"^\W*(what\s+(does|is)\s+(this|the)\s+(package|project|library|repo(sitory)?|code(base)?|tool|app"
@@ -134,28 +136,29 @@ def compared(lengths: Sequence[tuple[str, int]]) -> str:
     lines).`; of more than two, the longest named."""
     if len(lengths) == 2 and lengths[0][1] != lengths[1][1]:
         (longer, more), (shorter, fewer) = lengths
-        return f"{show(longer)} ({_count(more)}) is longer than {show(shorter)} ({_count(fewer)})."
-    return f"The files the question names: {counted(lengths)}."
+        return f"{show(longer)} ({line_count(more)}) is longer than {show(shorter)} ({line_count(fewer)})."
+    return named_files(lengths)
 
 
 def _lengths(lengths: Sequence[tuple[str, int]]) -> str:
     """`src/attr/_funcs.py` has 522 lines.`; of several files, each with its count."""
     if len(lengths) == 1:
         path, lines = lengths[0]
-        return f"`{show(path)}` has {_count(lines)}."
-    return f"The files the question names: {counted(lengths)}."
+        return f"`{show(path)}` has {line_count(lines)}."
+    return named_files(lengths)
+
+
+def named_files(lengths: Sequence[tuple[str, int]]) -> str:
+    """`The files the question names: a.py is the longest (266 lines); then b.py (228 lines).`"""
+    return f"{NAMED_OPENING} {counted(lengths)}."
 
 
 def counted(lengths: Sequence[tuple[str, int]]) -> str:
     """The files' lengths, saying which is the longest when one is: "a.py is the longest (266 lines);
     then b.py (228 lines)"."""
-    said = [f"{show(path)} ({_count(lines)})" for path, lines in lengths]
+    said = [f"{show(path)} ({line_count(lines)})" for path, lines in lengths]
     if len(lengths) == 1:
         return said[0]
     if lengths[0][1] == lengths[1][1]:
         return f"longest first, {', '.join(said)}"
     return f"{said[0].replace(' (', ' is the longest (', 1)}; then {', '.join(said[1:])}"
-
-
-def _count(lines: int) -> str:
-    return f"{lines} {'line' if lines == 1 else 'lines'}"

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aforo.errors import ToolError
+from aforo.headings import LEFT_OUT
 from aforo.limits import MAP_FILE_BYTES
 from aforo.navigate.about import about
 from aforo.navigate.facts import (
@@ -38,8 +39,8 @@ from aforo.navigate.facts import (
     WHERE,
     Place,
     asks,
-    counted,
     facts,
+    named_files,
 )
 from aforo.navigate.index import SymbolIndex
 from aforo.navigate.terms import (
@@ -76,6 +77,8 @@ MENTION_LINE_CHARS = 200
 STEM_NAMES = 3  # names found by a word's stem, for one word of the question
 DEFINED_NAMES = 3  # names of a question about the session said where defined
 NAMED_FILES = 12  # files of the question counted: "the ten files mod00.py … mod09.py" and a margin
+# The first words of the pre-search's headings, which a model that copies one is known by (loop/copied).
+OPENING = "Before asking you, aforo"
 # How a mention ranks by what its line does: a value assigned, then a declaration or an import, then
 # code that uses it; text (a docstring, a comment, a string, a file with no syntax tree) and type
 # declarations last. What the question asks for (calls, imports) ranks first.
@@ -161,15 +164,15 @@ def search(
         return None
     said = facts(kind, [_place(index, r) for r in regions], named)
     if not found:
-        text = "\n".join(said) if said else f"The files the question names: {counted(named)}."
+        text = "\n".join(said) if said else named_files(named)
         return Presearch(text, "Glob", {"pattern": "{" + ",".join(path for path, _ in named) + "}"})
     heading = (
-        f"Before asking you, aforo looked in the workspace for {', '.join(f'`{t}`' for t in found)} "
+        f"{OPENING} looked in the workspace for {', '.join(f'`{t}`' for t in found)} "
         "(definitions from its symbol index, uses from ripgrep); the best matches, `path:line` then the "
         "numbered lines:"
     )
     if named and kind not in (COMPARE, LENGTH):
-        heading = f"The files the question names: {counted(named)}.\n{heading}"
+        heading = f"{named_files(named)}\n{heading}"
     shown = _render(files, index, "\n".join([*said, heading]), regions, max_chars)
     if shown is None:
         return None
@@ -197,7 +200,7 @@ def defined_where(index: SymbolIndex, question: str) -> list[str]:
 def _overview(workspace: Path, index: SymbolIndex, max_chars: int) -> Presearch | None:
     """What the project says about itself, for the model to answer from in one pass."""
     heading = (
-        "Before asking you, aforo read what the project says about itself (answer from it, in a few "
+        f"{OPENING} read what the project says about itself (answer from it, in a few "
         "sentences; the files are named before each part):"
     )
     read = about(workspace, index, max_chars - len(heading) - 1)
@@ -306,7 +309,7 @@ def _render(
     if len(parts) == 1:
         return None
     if left:
-        parts.append(f"({left} more matches not shown: Grep or Read finds them)")
+        parts.append(f"{LEFT_OUT(count=left, what='matches')}: Grep or Read finds them)")
     return "\n\n".join(parts)
 
 

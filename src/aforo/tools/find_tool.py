@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from aforo.errors import ToolError
+from aforo.headings import LEFT_OUT, LINES, Heading, line_count
 from aforo.limits import SYMBOL_FILE_BYTES, SYMBOL_FILES
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
@@ -23,6 +24,11 @@ from aforo.tools.workspace import root_of
 # Enough to show where a name is defined (a function overridden in a few classes), not a listing.
 MAX_DEFINITIONS = 8
 MAX_MENTIONS = 8
+# The headings above the definitions and the uses: `parse is defined at:`, `parse is used in 12 lines,
+# 8 shown:`.
+_NAME = r"[\w.]+"
+DEFINED_AT = Heading("{name} is defined at:", name=_NAME)
+USED_IN = Heading("{name} is used in {count}{shown}:", name=_NAME, count=LINES, shown=r"(?:, \d+ shown)?")
 
 
 class Find:
@@ -61,13 +67,13 @@ def report(symbols: SymbolCache, name: str, ctx: ToolContext) -> ToolOutput:
     own = {(s.path, s.line) for s in sites}
     used = mentions(symbols.root, name, ctx, MAX_MENTIONS + len(own))
     uses = [m for m in used.items if (m.file, m.line) not in own][:MAX_MENTIONS]
-    lines = _lines(max(len(uses), used.total - len(own)), used.exact)
+    lines = line_count(max(len(uses), used.total - len(own)), used.exact)
     out = []
     if sites:
-        out.append(f"{name} is defined at:")
+        out.append(DEFINED_AT(name=name))
         out += [s.cite() for s in sites[:MAX_DEFINITIONS]]
         if len(sites) > MAX_DEFINITIONS:
-            out.append(f"({len(sites) - MAX_DEFINITIONS} more definitions not shown)")
+            out.append(f"{LEFT_OUT(count=len(sites) - MAX_DEFINITIONS, what='definitions')})")
     else:
         out.append(f"No definition of {name} found.")
     if found.unparsed:
@@ -75,13 +81,9 @@ def report(symbols: SymbolCache, name: str, ctx: ToolContext) -> ToolOutput:
         out.append(f"({found.unparsed} more files that may define it were not parsed: {limits})")
     if uses:
         more = f", {len(uses)} shown" if used.total - len(own) > len(uses) else ""
-        out.append(f"{name} is used in {lines}{more}:")
+        out.append(USED_IN(name=name, count=lines, shown=more))
         out += [m.cite() for m in uses]
     elif not sites:
         out[-1] = f"{name} is neither defined nor used in the workspace (searched as a whole word)."
     defined = ", ".join(f"{show(s.path)}:{s.line}" for s in sites[:MAX_DEFINITIONS]) or "no definition"
     return ToolOutput("\n".join(out), facts=f"Find {name}: defined at {defined}; used in {lines}")
-
-
-def _lines(count: int, exact: bool) -> str:
-    return f"{'' if exact else 'at least '}{count} line{'' if count == 1 else 's'}"

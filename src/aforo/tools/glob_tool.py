@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from aforo.errors import ToolError
+from aforo.headings import LEFT_OUT
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import ripgrep
@@ -73,5 +74,5 @@ class Glob:
         if matched > len(shown):
             more = matched - len(shown)
             count = f"at least {more}" if outcome.stopped_early else str(more)
-            lines.append(f"({count} more files not shown; use a narrower pattern or path)")
+            lines.append(f"{LEFT_OUT(count=count, what='files')}; use a narrower pattern or path)")
         return ToolOutput("\n".join([*lines, *ripgrep.unreadable_note(outcome, prefix)]))

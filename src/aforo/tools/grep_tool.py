@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from aforo.errors import ToolError
+from aforo.headings import LEFT_OUT
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import ripgrep
@@ -128,7 +129,7 @@ class Grep:
             more = f"at least {total - kept}" if outcome.stopped_early else str(total - kept)
             unit = "lines" if mode == "content" else "files"
             notes.append(
-                f"({more} more {unit} not shown; narrow the pattern, path or glob, or raise max_results)"
+                f"{LEFT_OUT(count=more, what=unit)}; narrow the pattern, path or glob, or raise max_results)"
             )
         if mode == "count":
             notes.append(f"({matches} matches in {total} files)")

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from aforo.headings import FILE_LINES, LEFT_OUT, line_count
 from aforo.tools.outline import summary
 from aforo.tools.syntax import Site, outline
 
@@ -56,9 +57,9 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
     if not listed and not named:
         return None
     defines = summary(sites)  # as a whole file's Read says it, names bounded, counts exact
-    facts = f"{shown_path}: {len(lines)} lines" + (f"; {defines}" if defines else "")
+    facts = _heading(shown_path, lines) + (f"; {defines}" if defines else "")
     head = (
-        f"({shown_path}: {len(lines)} lines, more than one Read shows. Its definitions"
+        f"({_heading(shown_path, lines)}, more than one Read shows. Its definitions"
         f"{', then the ones your question names' if named else ''}; Read {shown_path}:N-M for lines N to M.)"
     )
     regions = [(s.start, min(s.end, s.start + REGION_LINES - 1), s.name) for s in named]
@@ -70,7 +71,7 @@ def view(shown_path: str, source: str, question: str, budget: int) -> tuple[str,
     outline_lines, left_out = _fit(listing, room - min(wanted_room, room // 2))
     out = [head, *outline_lines]
     if left_out:
-        out.append(f"({left_out} more definitions not shown; Find NAME tells where one is)")
+        out.append(f"{LEFT_OUT(count=left_out, what='definitions')}; Find NAME tells where one is)")
     return _with_regions(out, lines, regions, shown_path, budget), facts
 
 
@@ -82,7 +83,7 @@ def text_view(shown_path: str, source: str, question: str, budget: int) -> tuple
     if not regions:
         return None
     head = (
-        f"({shown_path}: {len(lines)} lines, more than one Read shows. Its first lines, then the lines your "
+        f"({_heading(shown_path, lines)}, more than one Read shows. Its first lines, then the lines your "
         f"question names; Read {shown_path}:N-M for lines N to M.)"
     )
     room = budget - len(head) - 1
@@ -90,9 +91,11 @@ def text_view(shown_path: str, source: str, question: str, budget: int) -> tuple
     start, _ = _fit(
         [f"{n}\t{_cut(line)}" for n, line in enumerate(lines, start=1)], room - min(wanted_room, room // 2)
     )
-    return _with_regions(
-        [head, *start], lines, regions, shown_path, budget
-    ), f"{shown_path}: {len(lines)} lines"
+    return _with_regions([head, *start], lines, regions, shown_path, budget), _heading(shown_path, lines)
+
+
+def _heading(shown_path: str, lines: list[str]) -> str:
+    return FILE_LINES(path=shown_path, count=line_count(len(lines)))
 
 
 def _with_regions(

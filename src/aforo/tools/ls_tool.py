@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from aforo.errors import ToolError
+from aforo.headings import LEFT_OUT, Heading
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools.deadline import check
@@ -22,6 +23,8 @@ from aforo.tools.workspace import relative, resolve, root_of
 DEFAULT_MAX_ENTRIES = 500
 # Entries read between two looks at the deadline and the cancel event.
 _CHECK_EVERY = 256
+# The listing's first line: `src/ (12 entries)`.
+LISTING = Heading("{directory}/ ({count} entries)", directory=r"\S*", count=r"\d+")
 
 
 class LS:
@@ -49,7 +52,7 @@ class LS:
         if not listing:
             return ToolOutput(f"{shown}/ is empty.")
         budget = 2 * ctx.max_chars if ctx.max_chars else None
-        out = [f"{shown}/ ({len(listing)} entries)"]
+        out = [LISTING(directory=shown, count=len(listing))]
         size = 0
         for entry in listing[: self.max_entries]:
             if budget is not None and size >= budget:
@@ -57,7 +60,9 @@ class LS:
             out.append(entry)
             size += len(entry) + 1
         if len(out) - 1 < len(listing):
-            out.append(f"({len(listing) - len(out) + 1} more entries not shown; use Glob to narrow down)")
+            out.append(
+                f"{LEFT_OUT(count=len(listing) - len(out) + 1, what='entries')}; use Glob to narrow down)"
+            )
         return ToolOutput("\n".join(out))
 
 

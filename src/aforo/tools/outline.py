@@ -13,12 +13,22 @@ Only Python, from its syntax tree (`tools/syntax.py`), and only the top level.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
+from aforo.headings import Heading
 from aforo.tools.syntax import CLASS, FUNCTION, Site
 from aforo.tools.syntax import outline as definitions
 
 MAX_NAMES = 24  # a file of hundreds of functions costs a line, not a paragraph; the counts stay exact
+_KINDS = ((FUNCTION, "function", "functions"), (CLASS, "class", "classes"))
+# One kind's part of the outline: `3 functions: words, count_words, top_words`.
+PART = Heading(
+    "{count} {kind}: {names}",
+    count=r"\d+",
+    kind="|".join(re.escape(word) for _, *words in _KINDS for word in words),
+    names=r".*",
+)
 
 
 def outline(source: str) -> str | None:
@@ -29,13 +39,14 @@ def outline(source: str) -> str | None:
 
 def summary(sites: Sequence[Site]) -> str | None:
     """`outline`, of a file's definitions already read; None when it has no top-level function or class."""
-    functions = [s.name for s in sites if s.depth == 0 and s.kind == FUNCTION]
-    classes = [s.name for s in sites if s.depth == 0 and s.kind == CLASS]
     room = MAX_NAMES
     parts = []
-    for names, one, more in ((functions, "function", "functions"), (classes, "class", "classes")):
+    for kind, one, more in _KINDS:
+        names = [s.name for s in sites if s.depth == 0 and s.kind == kind]
         if names:
             shown = names[:room] + (["…"] if len(names) > room else [])
             room = max(0, room - len(names))
-            parts.append(f"{len(names)} {one if len(names) == 1 else more}: {', '.join(shown)}")
+            parts.append(
+                PART(count=len(names), kind=one if len(names) == 1 else more, names=", ".join(shown))
+            )
     return "; ".join(parts) or None

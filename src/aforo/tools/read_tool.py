@@ -31,12 +31,13 @@ from pathlib import PurePosixPath
 from typing import Any, BinaryIO
 
 from aforo.errors import LimitExceeded, ToolError
+from aforo.headings import FILE_LINES, FILE_RANGE, Heading, line_count
 from aforo.limits import READ_BYTES, SYMBOL_FILE_BYTES
 from aforo.messages import ToolSpec, object_schema
 from aforo.protocols import ToolContext, ToolOutput
 from aforo.tools import long_file
 from aforo.tools.deadline import check
-from aforo.tools.outline import outline
+from aforo.tools.outline import PART, outline
 from aforo.tools.read_target import Locator, Target, definition, named, not_found
 from aforo.tools.symbol_cache import SymbolCache
 from aforo.tools.symbols import cache_for
@@ -54,6 +55,8 @@ _MAX_LINE_BYTES = MAX_LINE_CHARS * 4  # enough bytes for MAX_LINE_CHARS characte
 _SNIFF_BYTES = 8192
 _PYTHON = {".py", ".pyi"}
 _CHUNK = 1 << 20
+# The line a whole Python file starts with: `(3 functions: a, b, c; 1 class: C)`.
+OUTLINE = Heading("({defines})", defines=PART.pattern())  # its names take the parts after the first
 
 
 class Read:
@@ -247,19 +250,19 @@ def _render(source: _Source, shown_path: str, offset: int, limit: int, max_chars
     if offset > total:
         return _past_end(shown_path, total, offset)
     notes = []
-    facts = f"{shown_path}: {'' if exact else 'at least '}{total} line{'' if total == 1 else 's'}"
+    facts = FILE_LINES(path=shown_path, count=line_count(total, exact))
     if invalid_utf8:
         notes.append("(note: the file is not valid UTF-8; undecodable bytes are shown as \ufffd)")
     if offset > 1 or last < total:
         of = f"{total}" if exact else f"at least {total}"
         hint = f" Use offset={last + 1} to read more." if last < total else ""
         notes.append(f"(showing lines {offset}-{last} of {of}.{hint})")
-        facts = f"{shown_path}: lines {offset}-{last} of {of}"
+        facts = FILE_RANGE(path=shown_path, first=offset, last=last, total=of)
     elif code is not None and not invalid_utf8 and (defines := outline("\n".join(code))):
         # Before the lines, not after them: a small model answers with what it read last, and a count
         # there became the answer to other questions (asked how often the client retries, 0.5B
         # answered the `1` of "(defines 1 function)" instead of MAX_RETRIES = 4).
-        out.insert(0, f"({defines})")
+        out.insert(0, OUTLINE(defines=defines))
         facts += f"; {defines}"
     return ToolOutput("\n".join([*out, *notes]), facts=facts)
 
