@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import random
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -111,6 +113,20 @@ def _last_turn_before(sent: list[Request], i: int) -> Request:
     return next(r for r in reversed(sent[:i]) if r.system and not is_summary_request(r))
 
 
+def as_steps(respond: Callable[[Request], FakeTurn]) -> Callable[[Request], FakeTurn]:
+    """The scripted model's turns as a server that forces the reply format writes them: one JSON step."""
+
+    def step(request: Request) -> FakeTurn:
+        turn = respond(request)
+        if not request.constrained:
+            return turn
+        if turn.tool_calls:
+            return FakeTurn(json.dumps({"read": [args["file_path"] for _, args in turn.tool_calls]}))
+        return FakeTurn(json.dumps({"answer": turn.text}))
+
+    return step
+
+
 # Keeping two results, a clearing and a compaction come in one admission once: the clearing rewrites
 # old results, and the summary is asked of the conversation as the server last read it, before that.
 @pytest.mark.parametrize("keep", [6, 2])
@@ -122,21 +138,34 @@ def test_on_its_own_server_the_summary_is_asked_as_one_more_turn_of_the_conversa
     1.5B, 2 608 tokens read in 99 s, past its share of the question's time, at every compaction of a
     held-out round. Asked as one more turn, the server reads only that turn."""
     files = make_files(tmp_path, 12, 2400)
-    provider = FakeProvider(reader_model(files, batch=False))
+    provider = FakeProvider(as_steps(reader_model(files, batch=False)))
     policy = Policy(clear_at=0.5, compact_at=0.6, keep_tool_results=keep)
-    agent, rec, _ = make_agent(tmp_path, provider, window=4096, policy=policy)
+    agent, rec, _ = make_agent(tmp_path, provider, window=4096, policy=policy, constrained=True)
     assert agent.run(PROMPT).reason == "end_turn"
     sent = provider.requests
     asked = [i for i, r in enumerate(sent) if is_summary_request(r)]
-    assert len(asked) >= 2 and len(asked) == len([e for e in rec.of("context") if e.action == "compacted"])
+    assert asked and len(asked) == len([e for e in rec.of("context") if e.action == "compacted"])
     for i in asked:
         summary, before = sent[i], _last_turn_before(sent, i)
         assert (summary.system, summary.tools) == (before.system, before.tools)
-        wire = messages_to_openai(before)
-        assert messages_to_openai(summary)[: len(wire)] == wire  # all it read last, first
+        # All the server read last comes first, but the question it repeated after the newest results.
+        wire = reply_format.wire_messages(before)
+        assert reply_format.wire_messages(summary)[: len(wire) - 1] == wire[:-1]
         assert summary.messages[-1].text.startswith(SUMMARY_ASK)
-        assert summary.answer_only  # a summary, never a call
+        assert summary.answer_only  # the schema allows only the answer: a summary, never a call
         assert summary.max_tokens == SUMMARY_MAX_TOKENS < agent.governor.budget.reserve
+
+
+def test_where_the_model_may_call_a_tool_the_summary_is_asked_of_the_transcript(tmp_path: Path) -> None:
+    # Tool definitions and no schema (the gateway's clients send theirs): told not to call, a model may
+    # still call, and Ollama's OpenAI endpoint ignores tool_choice; the transcript carries no tools.
+    files = make_files(tmp_path, 12, 2400)
+    provider = FakeProvider(reader_model(files, batch=False))
+    agent, rec, _ = make_agent(tmp_path, provider, window=4096, policy=Policy(clear_at=0.5, compact_at=0.6))
+    assert agent.run(PROMPT).reason == "end_turn"
+    summaries = [r for r in provider.requests if is_summary_request(r)]
+    assert summaries and all(([p.name for p in r.system], r.tools) == (["compaction"], ()) for r in summaries)
+    assert len(summaries) == len([e for e in rec.of("context") if e.action == "compacted"])
 
 
 def test_a_summary_with_no_room_for_one_more_turn_is_asked_of_the_transcript(tmp_path: Path) -> None:

@@ -58,6 +58,7 @@ def make_agent(
     max_turns: int = 25,
     journal: MemoryJournal | None = None,
     counter: TokenCounter | None = None,
+    constrained: bool = False,
 ) -> tuple[Agent, Recorder, MemoryJournal]:
     rec = Recorder()
     journal = journal or MemoryJournal()
@@ -74,6 +75,7 @@ def make_agent(
         system=(SystemPart("You are a test assistant.", "system prompt"),),
         emit=rec,
         run_budget=RunBudget(turns=max_turns),
+        constrained=constrained,
     )
     return agent, rec, journal
 

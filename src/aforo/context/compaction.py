@@ -84,9 +84,14 @@ def _summary_request(room: Room) -> tuple[Request, Count]:
     lane = room.summary
     limit = summary_limit(lane.budget.reserve)
     # The conversation as the server's cache holds it first (before a clearing of this admission); the
-    # summary reads the results that clearing took out too.
+    # summary reads the results that clearing took out too. Only where the answer cannot be a call: a
+    # constrained request's schema allows only the answer, and a request without tools has none to
+    # call. With tool definitions a model told not to call may still call (the gateway's clients send
+    # theirs; Ollama's OpenAI endpoint ignores tool_choice): the transcript carries none.
     cached = room.cached if room.cached != room.request else None
-    for request in [r for r in (cached, room.request) if r is not None] if lane.own else []:
+    callable_tools = bool(room.request.tools) and not room.request.constrained
+    asked = [r for r in (cached, room.request) if r is not None]
+    for request in asked if lane.own and not callable_tools else []:
         continued = continued_summary_request(request, limit, room.instructions)
         count = lane.count(continued)
         if count.tokens <= lane.budget.available:
