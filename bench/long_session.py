@@ -650,11 +650,13 @@ def events_of(out: str) -> list[dict[str, Any]]:
 
 
 def read_files(events: list[dict[str, Any]], root: Path) -> set[str]:
-    """The package's files a run read (its Read calls, the pre-search's included), by base name."""
+    """The package's files a run read (its Read calls, the pre-search's included), by base name; a Read
+    of some lines (`unix.py:149`) or of one definition (`a.py#f`) reads that file, as aforo's record
+    counts it (the fourth round scored such a read as none)."""
     names = set()
     for e in events:
         if e.get("type") == "tool_start" and e.get("name") == "Read":
-            path = str(e.get("input", {}).get("file_path", ""))
+            path = re.sub(r"(?::\d+(?:-\d+)?|#\w+)$", "", str(e.get("input", {}).get("file_path", "")))
             if (root / path).is_file() or (root / Path(path).name).is_file():
                 names.add(Path(path).name)
     return names

@@ -63,3 +63,15 @@ def test_every_session_probes_every_category_after_enough_turns() -> None:
         for i, step in enumerate(session.steps):  # a probe of what was said points at an earlier step
             assert step.said is None or step.said < i, session.id
     assert {s.held_out for s in SESSIONS} == {True, False}
+
+
+def test_a_read_of_some_lines_or_one_definition_reads_the_file(tmp_path: Path) -> None:
+    for name in ("unix.py", "api.py", "core.py"):
+        (tmp_path / name).write_text("x\n")
+    events = [
+        {"type": "tool_start", "name": "Read", "input": {"file_path": "unix.py:149"}},
+        {"type": "tool_start", "name": "Read", "input": {"file_path": "api.py#PlatformDirsABC"}},
+        {"type": "tool_start", "name": "Grep", "input": {"pattern": "core.py"}},
+        {"type": "tool_start", "name": "Read", "input": {"file_path": "missing.py:3-9"}},
+    ]
+    assert read_files(events, tmp_path) == {"unix.py", "api.py"}
