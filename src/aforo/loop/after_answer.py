@@ -96,15 +96,18 @@ def _checked(
     """Ask once for a correction of the citations that do not hold, or end the run with each marked."""
     verdicts = tuple(check(answer)) if check is not None and answer else ()
     wrong = [v for v in verdicts if not v.held]
-    if wrong and not (run.corrected or last or run.late):
-        run.corrected, run.answer_only = True, True
-        conversation.append(Message.user(correction(wrong)))
-        return f"the answer cites what does not hold ({_facts(wrong)}); asked once to correct it"
-    told = read_correction(answer, run.files_read) if run.files_read is not None and answer else None
+    # What does not hold, first the citations, then the files read as aforo's record has them.
+    told: str | None
+    if wrong:
+        told = correction(wrong)
+        step = f"the answer cites what does not hold ({_facts(wrong)}); asked once to correct it"
+    else:
+        told = read_correction(answer, run.files_read) if run.files_read is not None and answer else None
+        step = "the answer does not name exactly the files aforo's record says were read; asked once again"
     if told and not (run.corrected or last or run.late):
         run.corrected, run.answer_only = True, True
         conversation.append(Message.user(told))
-        return "the answer does not name exactly the files aforo's record says were read; asked once again"
+        return step
     raise End("end_turn", answer=answer, citations=tuple(_cited(v) for v in verdicts))
 
 

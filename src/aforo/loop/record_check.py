@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
+from aforo.citations import PATH
 from aforo.context.ledger import RECORD_CHECK
 from aforo.context.trail import Trail
 
@@ -22,11 +23,8 @@ _ASKS_READ = re.compile(
     r"\b(files?|modules?)\b[^?.!]*\b(read|opened|looked at)\b|\bwhat (have|did) you (read|open)",
     re.IGNORECASE,
 )
-# A file as an answer names it: a name with a source or text file's ending, maybe behind folders.
-_FILE = re.compile(
-    r"(?<![\w.-])(?:[\w.-]+/)*([\w-]+(?:\.[\w-]+)*\.(?:py|pyi|ipynb|js|jsx|ts|tsx|mjs|go|rs|java|kt|c|h|cc|"
-    r"cpp|hpp|cs|rb|php|swift|scala|sh|md|rst|txt|toml|json|ya?ml|cfg|ini))\b"
-)
+# A file as an answer names it: the citations' path (a code or text file's ending, maybe behind folders).
+_FILE = re.compile(rf"(?<![\w/.-]){PATH}")
 
 
 def asks_files_read(question: str) -> bool:
@@ -41,7 +39,7 @@ def files_read(trail: Trail) -> tuple[str, ...]:
 
 def read_correction(answer: str, read: Sequence[str]) -> str | None:
     """What the model is told when `answer` does not name exactly the files `read`, None when it does."""
-    named = {m.group(1) for m in _FILE.finditer(answer)}
+    named = {PurePosixPath(m.group(0)).name for m in _FILE.finditer(answer)}
     wanted = {PurePosixPath(path).name for path in read}
     if named == wanted:
         return None
